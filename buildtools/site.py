@@ -1,0 +1,108 @@
+"""Assemble dist/: the page, the worker, vendored runtimes, wheels and models. Incremental."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from .deps import CACHE, ROOT, ensure_pyodide_wheels, log
+from .wheel import build_wheel
+
+DIST = ROOT / "dist"
+NODE = ROOT / "node_modules"
+CSI_VERSION = "0.1.0"
+
+VENDOR = {
+    "vendor/pyodide": (NODE / "pyodide", ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm",
+                                          "python_stdlib.zip", "pyodide-lock.json"]),
+    "vendor/transformers": (NODE / "@huggingface/transformers/dist", ["transformers.js"]),
+    # The ORT runtime transformers.js bundles, served from the same version's npm package.
+    "vendor/ort": (NODE / "onnxruntime-web/dist", ["ort-wasm-simd-threaded.asyncify.mjs",
+                                                   "ort-wasm-simd-threaded.asyncify.wasm"]),
+}
+
+
+def sync_file(src: Path, dst: Path) -> bool:
+    """Copy ``src`` to ``dst`` unless it is already there unchanged."""
+    if dst.exists() and dst.stat().st_size == src.stat().st_size and dst.stat().st_mtime >= src.stat().st_mtime:
+        return False
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dst)
+    return True
+
+
+def sync_tree(src: Path, dst: Path) -> None:
+    """Mirror ``src`` into ``dst`` (files added or changed are copied; stale ones removed)."""
+    wanted = {p.relative_to(src) for p in src.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    for rel in wanted:
+        sync_file(src / rel, dst / rel)
+    if dst.exists():
+        for p in dst.rglob("*"):
+            if p.is_file() and p.relative_to(dst) not in wanted:
+                p.unlink()
+
+
+def _digest(paths: list[Path]) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cached_build(name: str, sources: list[Path], build: Callable[[Path], None]) -> Path:
+    """Run ``build(out)`` into .cache/models/<name> only when ``sources`` changed."""
+    out = CACHE / "models" / name
+    stamp = CACHE / "models" / f"{name}.stamp"
+    digest = _digest(sources)
+    if out.exists() and stamp.exists() and stamp.read_text() == digest:
+        return out
+    log(f"building model {name} (this takes a few minutes, once)")
+    if out.exists():
+        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    build(out)
+    stamp.write_text(digest)
+    return out
+
+
+def build_models() -> dict[str, Path]:
+    from . import minilm, tiny_chat
+
+    here = Path(__file__).parent
+    return {
+        "tiny-chat": cached_build("tiny-chat", [here / "tiny_chat.py"], tiny_chat.build),
+        "all-minilm-l6-v2": cached_build("all-minilm-l6-v2", [here / "minilm.py"], minilm.build),
+    }
+
+
+def build_site() -> Path:
+    """Build everything under dist/ and return its path."""
+    for target, (src_dir, names) in VENDOR.items():
+        for name in names:
+            src = src_dir / name
+            if not src.exists():
+                raise SystemExit(f"missing {src}: run `npm ci --ignore-scripts`")
+            sync_file(src, DIST / target / name)
+    sync_file(ROOT / "index.html", DIST / "index.html")
+    sync_tree(ROOT / "web", DIST / "web")
+    sync_tree(ROOT / "worker", DIST / "worker")
+
+    wheels_dir = DIST / "wheels"
+    wheels = [p for p in ensure_pyodide_wheels()]
+    for w in wheels:
+        sync_file(w, wheels_dir / w.name)
+    ours = build_wheel(ROOT / "py" / "csi", CSI_VERSION, CACHE / "csi-wheel")
+    sync_file(ours, wheels_dir / ours.name)
+    names = [w.name for w in wheels] + [ours.name]
+    for stale in wheels_dir.glob("*.whl"):
+        if stale.name not in names:
+            stale.unlink()
+    (wheels_dir / "wheels.json").write_text(json.dumps(names, indent=1))
+
+    for model_id, folder in build_models().items():
+        sync_tree(folder, DIST / "models" / model_id)
+    log(f"dist/ is ready at {DIST}")
+    return DIST

@@ -1,0 +1,208 @@
+"""The Backend for CPython: onnxruntime + tokenizers on the same model folders the site serves.
+
+Lets the core (and skills) run and be tested without a browser. It mirrors worker/bridge.js and
+worker/sampling.js: same inputs to the ONNX graph, same sampling algorithm and generator.
+This module needs numpy and onnxruntime; the browser wheel leaves it out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from tokenizers import Tokenizer
+
+from .backend import Embeddings, ModelInfo, ProgressFn, SamplingParams
+from .errors import ModelLoadError
+
+CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+
+
+class Mulberry32:
+    """The seedable generator of worker/sampling.js, bit for bit."""
+
+    def __init__(self, seed: int | None) -> None:
+        if seed is None:
+            seed = int.from_bytes(os.urandom(4), "little")
+        hi = math.floor(seed / 4294967296)
+        self.state = (_to_int32(seed) ^ _to_int32(hi)) & 0xFFFFFFFF
+
+    def next(self) -> float:
+        self.state = (self.state + 0x6D2B79F5) & 0xFFFFFFFF
+        t = self.state
+        t = _imul(t ^ (t >> 15), t | 1)
+        t ^= (t + _imul(t ^ (t >> 7), t | 61)) & 0xFFFFFFFF
+        return ((t ^ (t >> 14)) & 0xFFFFFFFF) / 4294967296
+
+
+def _to_int32(x: int) -> int:
+    return x & 0xFFFFFFFF
+
+
+def _imul(a: int, b: int) -> int:
+    return (a * b) & 0xFFFFFFFF
+
+
+def candidates(logits: np.ndarray, p: SamplingParams) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids kept by temperature/top-k/top-p, most likely first, and their probabilities."""
+    z = logits.astype(np.float64)
+    w = np.exp((z - z.max()) * (1.0 / p.temperature))
+    order = np.lexsort((np.arange(len(w)), -w))  # by weight desc, then id asc
+    k = p.top_k if 0 < p.top_k < len(w) else len(w)
+    ids = order[:k]
+    kept = w[ids]
+    if p.top_p < 1:
+        cum = np.cumsum(kept)
+        keep = int(np.searchsorted(cum, p.top_p * cum[-1], side="left")) + 1
+        ids, kept = ids[:keep], kept[:keep]
+    return ids, kept / kept.sum()
+
+
+def sample(logits: np.ndarray, p: SamplingParams, rng: Mulberry32) -> int:
+    if not p.temperature > 0:
+        return int(np.argmax(logits))
+    ids, probs = candidates(logits, p)
+    u = rng.next()
+    acc = 0.0
+    for token, prob in zip(ids, probs, strict=True):
+        acc += float(prob)
+        if u < acc:
+            return int(token)
+    return int(ids[-1])
+
+
+@dataclass
+class _Chat:
+    tokenizer: Tokenizer
+    session: ort.InferenceSession
+    template: Any
+    special: dict[str, str]
+    kv_heads: int
+    head_dim: int
+    cache_inputs: list[str]
+    uses_position_ids: bool
+    past: dict[str, np.ndarray] = field(default_factory=dict)
+    past_length: int = 0
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    rng: Mulberry32 = field(default_factory=lambda: Mulberry32(0))
+
+
+@dataclass
+class _Embedder:
+    tokenizer: Tokenizer
+    session: ort.InferenceSession
+
+
+class CPythonBackend:
+    """``Backend`` over onnxruntime (CPU) and HF tokenizers, reading ``models_dir/<id>/``."""
+
+    def __init__(self, models_dir: str | Path) -> None:
+        self.models_dir = Path(models_dir)
+        self._models: dict[str, _Chat | _Embedder] = {}
+
+    async def load_model(self, model_id: str, device: str, progress: ProgressFn | None) -> ModelInfo:
+        folder = self.models_dir / model_id
+        if not (folder / "config.json").exists():
+            raise ModelLoadError(f"could not load model {model_id!r}: no {folder}/config.json", "model")
+        config = json.loads((folder / "config.json").read_text())
+        tok_config = json.loads((folder / "tokenizer_config.json").read_text())
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        session = ort.InferenceSession(str(folder / "onnx" / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        if progress:
+            progress({"stage": "ready", "file": None, "loaded": 1, "total": 1, "model": model_id})
+        if any(a.endswith(CAUSAL_SUFFIXES) for a in config.get("architectures", [])):
+            env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+            special = {k: v for k, v in tok_config.items() if k.endswith("_token") and isinstance(v, str)}
+            names = [i.name for i in session.get_inputs()]
+            self._models[model_id] = _Chat(
+                tokenizer=tokenizer, session=session,
+                template=env.from_string(tok_config["chat_template"]), special=special,
+                kv_heads=config.get("num_key_value_heads", config["num_attention_heads"]),
+                head_dim=config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"],
+                cache_inputs=[n for n in names if n.startswith("past_key_values.")],
+                uses_position_ids="position_ids" in names,
+            )
+            gen_path = folder / "generation_config.json"
+            gen = json.loads(gen_path.read_text()) if gen_path.exists() else {}
+            eos = [gen.get("eos_token_id"), config.get("eos_token_id")]
+            eos_ids = sorted({e for x in eos for e in (x if isinstance(x, list) else [x]) if isinstance(e, int)})
+            return ModelInfo(model_id, "chat", int(config.get("max_position_embeddings", 2048)),
+                             tuple(eos_ids), int(config.get("vocab_size", 0)))
+        max_len = int(tok_config.get("model_max_length", 512))
+        tokenizer.enable_truncation(min(max_len, 100_000))
+        tokenizer.enable_padding(pad_id=tokenizer.token_to_id(tok_config.get("pad_token", "[PAD]")) or 0)
+        self._models[model_id] = _Embedder(tokenizer=tokenizer, session=session)
+        return ModelInfo(model_id, "embedding", max_len, (), int(config.get("vocab_size", 0)))
+
+    async def unload_model(self, model_id: str) -> None:
+        self._models.pop(model_id, None)
+
+    def _chat(self, model_id: str) -> _Chat:
+        m = self._models[model_id]
+        assert isinstance(m, _Chat), f"{model_id} is not a chat model"
+        return m
+
+    def apply_chat_template(self, model_id: str, messages: list[dict[str, str]]) -> list[int]:
+        m = self._chat(model_id)
+        text = m.template.render(messages=messages, add_generation_prompt=True, **m.special)
+        return m.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def encode(self, model_id: str, text: str) -> list[int]:
+        return self._chat(model_id).tokenizer.encode(text, add_special_tokens=False).ids
+
+    def decode(self, model_id: str, ids: list[int]) -> str:
+        return self._chat(model_id).tokenizer.decode(ids, skip_special_tokens=True)
+
+    def reset(self, model_id: str) -> None:
+        m = self._chat(model_id)
+        m.past, m.past_length = {}, 0
+
+    def set_sampling(self, model_id: str, params: SamplingParams) -> None:
+        m = self._chat(model_id)
+        m.sampling, m.rng = params, Mulberry32(params.seed)
+
+    def forward(self, model_id: str, ids: list[int]) -> np.ndarray:
+        """Run ``ids`` after the cache; keep the new cache; return the last position's logits."""
+        m = self._chat(model_id)
+        n, start = len(ids), m.past_length
+        feeds: dict[str, np.ndarray] = {
+            "input_ids": np.asarray([ids], dtype=np.int64),
+            "attention_mask": np.ones((1, start + n), dtype=np.int64),
+        }
+        if m.uses_position_ids:
+            feeds["position_ids"] = np.arange(start, start + n, dtype=np.int64)[None, :]
+        for name in m.cache_inputs:
+            feeds[name] = m.past.get(name, np.zeros((1, m.kv_heads, 0, m.head_dim), dtype=np.float32))
+        names = [o.name for o in m.session.get_outputs()]
+        outputs = dict(zip(names, m.session.run(names, feeds), strict=True))
+        m.past = {k.replace("present", "past_key_values"): v for k, v in outputs.items() if k.startswith("present")}
+        m.past_length = start + n
+        return outputs["logits"][0, -1].astype(np.float32)
+
+    async def step(self, model_id: str, ids: list[int]) -> int:
+        m = self._chat(model_id)
+        return sample(self.forward(model_id, ids), m.sampling, m.rng)
+
+    async def embed(self, model_id: str, texts: list[str]) -> Embeddings:
+        m = self._models[model_id]
+        assert isinstance(m, _Embedder), f"{model_id} is not an embedding model"
+        enc = m.tokenizer.encode_batch(texts)
+        ids = np.asarray([e.ids for e in enc], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in {i.name for i in m.session.get_inputs()}:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = m.session.run(None, feeds)[0]
+        summed = (hidden * mask[..., None]).sum(axis=1)
+        pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        normed = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return Embeddings(vectors=normed.tolist(), prompt_tokens=int(mask.sum()), dims=normed.shape[1])

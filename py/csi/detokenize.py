@@ -1,0 +1,41 @@
+"""Incremental detokenization: turn a growing list of token ids into text deltas."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+_REPLACEMENT = "\ufffd"
+
+
+class IncrementalDecoder:
+    """Emit text for new tokens once it is complete.
+
+    Decoding a window that starts a few tokens back keeps tokenizer-specific joins (spaces,
+    byte-level merges) right, and text ending in U+FFFD is held back until the bytes that
+    complete the character arrive.
+    """
+
+    def __init__(self, decode: Callable[[list[int]], str]) -> None:
+        self._decode = decode
+        self._ids: list[int] = []
+        self._prefix = 0
+        self._read = 0
+
+    def push(self, token_id: int) -> str:
+        """Add one token; return the text it completes (possibly empty)."""
+        self._ids.append(token_id)
+        prefix_text = self._decode(self._ids[self._prefix : self._read]) if self._read > self._prefix else ""
+        new_text = self._decode(self._ids[self._prefix :])
+        if len(new_text) > len(prefix_text) and not new_text.endswith(_REPLACEMENT):
+            self._prefix, self._read = self._read, len(self._ids)
+            return new_text[len(prefix_text) :]
+        return ""
+
+    def flush(self) -> str:
+        """Text still held back (an incomplete character at the very end), as decoded."""
+        if self._read == len(self._ids):
+            return ""
+        prefix_text = self._decode(self._ids[self._prefix : self._read]) if self._read > self._prefix else ""
+        new_text = self._decode(self._ids[self._prefix :])
+        self._prefix = self._read = len(self._ids)
+        return new_text[len(prefix_text) :]

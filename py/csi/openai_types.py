@@ -1,0 +1,190 @@
+"""Pydantic models of the OpenAI / WebLLM chat completion and embeddings shapes (seed 004)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
+
+FinishReason = Literal["stop", "length", "abort"]
+
+
+class _Strict(BaseModel):
+    """Request models reject unknown fields instead of silently ignoring them."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+# ---- request ---------------------------------------------------------------------------------
+
+
+class TextContentPart(_Strict):
+    type: Literal["text"]
+    text: str
+
+
+Content = str | list[TextContentPart]
+
+
+class SystemMessage(_Strict):
+    role: Literal["system"]
+    content: Content
+    name: str | None = None
+
+
+class UserMessage(_Strict):
+    role: Literal["user"]
+    content: Content
+    name: str | None = None
+
+
+class AssistantMessage(_Strict):
+    role: Literal["assistant"]
+    content: Content | None = None
+    name: str | None = None
+
+
+class ToolMessage(_Strict):
+    role: Literal["tool"]
+    content: Content
+    tool_call_id: str
+
+
+Message = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")
+]
+
+
+class StreamOptions(_Strict):
+    include_usage: bool | None = None
+
+
+class ChatCompletionRequest(_Strict):
+    """OpenAI chat completion request, as WebLLM's ``ChatCompletionRequestBase``."""
+
+    messages: Annotated[list[Message], Field(min_length=1)]
+    model: str | None = None
+    stream: bool | None = None
+    stream_options: StreamOptions | None = None
+    n: Annotated[int, Field(ge=1, le=128)] | None = None
+    frequency_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
+    presence_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
+    repetition_penalty: Annotated[float, Field(gt=0.0)] | None = None
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    stop: str | list[str] | None = None
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
+    top_k: Annotated[int, Field(ge=0)] | None = None
+    logit_bias: dict[str, Annotated[float, Field(ge=-100.0, le=100.0)]] | None = None
+    logprobs: bool | None = None
+    top_logprobs: Annotated[int, Field(ge=0, le=20)] | None = None
+    seed: int | None = None
+    ignore_eos: bool | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Any = None
+    response_format: dict[str, Any] | None = None
+    user: str | None = None
+
+    @property
+    def stop_list(self) -> list[str]:
+        if self.stop is None:
+            return []
+        return [self.stop] if isinstance(self.stop, str) else [s for s in self.stop if s]
+
+
+class EmbeddingRequest(_Strict):
+    """OpenAI embeddings request: one string or a list of strings."""
+
+    input: str | Annotated[list[str], Field(min_length=1)]
+    model: str | None = None
+    encoding_format: Literal["float"] | None = None
+    dimensions: None = None
+    user: str | None = None
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.input] if isinstance(self.input, str) else list(self.input)
+
+
+# ---- responses -------------------------------------------------------------------------------
+
+
+class UsageExtra(BaseModel):
+    e2e_latency_s: float
+    prefill_tokens_per_s: float
+    decode_tokens_per_s: float
+    time_to_first_token_s: float
+    time_per_output_token_s: float
+
+
+class CompletionUsage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    extra: UsageExtra | None = None
+
+
+class ChatCompletionMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str | None
+
+
+class Choice(BaseModel):
+    index: int
+    message: ChatCompletionMessage
+    finish_reason: FinishReason
+    logprobs: None = None
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[Choice]
+    usage: CompletionUsage | None = None
+    system_fingerprint: str | None = None
+
+
+class Delta(BaseModel):
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_unset(self, handler: Any) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+class ChunkChoice(BaseModel):
+    index: int
+    delta: Delta
+    finish_reason: FinishReason | None = None
+    logprobs: None = None
+
+
+class ChatCompletionChunk(BaseModel):
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    choices: list[ChunkChoice]
+    usage: CompletionUsage | None = None
+    system_fingerprint: str | None = None
+
+
+class EmbeddingData(BaseModel):
+    object: Literal["embedding"] = "embedding"
+    index: int
+    embedding: list[float]
+
+
+class EmbeddingUsage(BaseModel):
+    prompt_tokens: int
+    total_tokens: int
+
+
+class CreateEmbeddingResponse(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[EmbeddingData]
+    model: str
+    usage: EmbeddingUsage

@@ -1,0 +1,87 @@
+"""The worker's message protocol, in pure Python: one JSON message in, JSON messages out.
+
+Page -> worker: ``{id, type, ...}`` with type ``load`` (model_ids, device), ``chat`` (request),
+``embeddings`` (request), ``reset_chat``, ``unload``, ``cancel`` (target), ``interrupt``.
+Worker -> page: ``{id, type: "progress", progress}``, ``{id, type: "chunk", chunk}`` (one per
+streamed chunk, pushed without a round trip), ``{id, type: "result", result}`` (ends every
+request; ``null`` after a stream) or ``{id, type: "error", error: {name, message, param}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .engine import Engine
+from .errors import InvalidInputError, error_to_dict
+
+Post = Callable[[str], None]
+
+
+class WorkerApp:
+    """Dispatches page messages to the engine and posts replies through ``post``."""
+
+    def __init__(self, engine: Engine, post: Post) -> None:
+        self.engine = engine
+        self._post = post
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._post(json.dumps(message, separators=(",", ":")))
+
+    def interrupt(self) -> None:
+        self.engine.interrupt()
+
+    def cancel(self, request_id: str) -> None:
+        self.engine.cancel(request_id)
+
+    async def handle(self, raw: str) -> None:
+        """Serve one message; every request ends with exactly one ``result`` or ``error``."""
+        request_id = None
+        try:
+            msg = json.loads(raw)
+            if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
+                raise InvalidInputError("a message must be an object with a string `type`", "type")
+            request_id = msg.get("id")
+            result = await self._dispatch(msg["type"], msg, request_id)
+            self.send({"id": request_id, "type": "result", "result": result})
+        except BaseException as exc:  # noqa: BLE001 - everything must reach the page
+            self.send({"id": request_id, "type": "error", "error": error_to_dict(exc)})
+            if not isinstance(exc, Exception):
+                raise
+
+    async def _dispatch(self, kind: str, msg: dict[str, Any], request_id: str | None) -> Any:
+        engine = self.engine
+        if kind == "load":
+            started = time.perf_counter()
+            ids = msg.get("model_ids")
+            if isinstance(ids, str):
+                ids = [ids]
+            infos = await engine.load(
+                ids, msg.get("device") or "wasm",
+                lambda p: self.send({"id": request_id, "type": "progress", "progress": p}),
+            )
+            return {"models": [vars(i) for i in infos], "load_s": time.perf_counter() - started}
+        if kind == "chat":
+            request = msg.get("request")
+            if isinstance(request, dict) and request.get("stream"):
+                async for chunk in engine.chat_completion_stream(request, request_id):
+                    self.send({"id": request_id, "type": "chunk", "chunk": chunk.model_dump(mode="json")})
+                return None
+            return (await engine.chat_completion(request, request_id)).model_dump(mode="json")  # type: ignore[arg-type]
+        if kind == "embeddings":
+            return (await engine.embeddings(msg.get("request"))).model_dump(mode="json")  # type: ignore[arg-type]
+        if kind == "reset_chat":
+            engine.reset_chat()
+            return None
+        if kind == "unload":
+            await engine.unload()
+            return None
+        if kind == "cancel":
+            engine.cancel(str(msg.get("target")))
+            return None
+        if kind == "interrupt":
+            engine.interrupt()
+            return None
+        raise InvalidInputError(f"unknown message type {kind!r}", "type")

@@ -1,0 +1,231 @@
+// The page client: a WebLLM-style engine whose work happens in csi-web's module worker.
+//
+//   const engine = await CreateWebWorkerEngine(new Worker("/worker/worker.js", {type: "module"}),
+//                                              "tiny-chat", {initProgressCallback, device: "wasm"});
+//   const reply = await engine.chat.completions.create({messages, stream: false});
+
+/**
+ * @typedef {{stage: string, file: string|null, loaded: number, total: number, model: string|null,
+ *            progress: number, timeElapsed: number, text: string}} InitProgressReport
+ * @typedef {{initProgressCallback?: (r: InitProgressReport) => void,
+ *            device?: "wasm"|"webgpu"|"auto"}} EngineConfig
+ * @typedef {{role: "system"|"user"|"assistant"|"tool", content: string|Array<{type: "text", text: string}>,
+ *            name?: string, tool_call_id?: string}} ChatCompletionMessageParam
+ * @typedef {{messages: ChatCompletionMessageParam[], model?: string|null, stream?: boolean|null,
+ *            stream_options?: {include_usage?: boolean}|null, max_tokens?: number|null,
+ *            temperature?: number|null, top_p?: number|null, top_k?: number|null,
+ *            stop?: string|string[]|null, seed?: number|null, ignore_eos?: boolean}} ChatCompletionRequest
+ * @typedef {{prompt_tokens: number, completion_tokens: number, total_tokens: number,
+ *            extra?: Record<string, number>}} CompletionUsage
+ * @typedef {{id: string, object: "chat.completion", created: number, model: string,
+ *            choices: Array<{index: number, message: {role: "assistant", content: string|null},
+ *                            finish_reason: "stop"|"length"|"abort", logprobs: null}>,
+ *            usage?: CompletionUsage}} ChatCompletion
+ * @typedef {{id: string, object: "chat.completion.chunk", created: number, model: string,
+ *            choices: Array<{index: number, delta: {role?: "assistant", content?: string},
+ *                            finish_reason: "stop"|"length"|"abort"|null, logprobs: null}>,
+ *            usage?: CompletionUsage|null}} ChatCompletionChunk
+ * @typedef {{input: string|string[], model?: string|null}} EmbeddingCreateParams
+ * @typedef {{object: "list", model: string, data: Array<{object: "embedding", index: number,
+ *            embedding: number[]}>, usage: {prompt_tokens: number, total_tokens: number}}} CreateEmbeddingResponse
+ */
+
+/** An error from the engine: `name` says what went wrong, `param` names the field to blame. */
+export class EngineError extends Error {
+  /** @param {{name: string, message: string, param?: string|null}} e */
+  constructor(e) {
+    super(e.message);
+    this.name = e.name;
+    this.param = e.param ?? null;
+  }
+}
+
+class Stream {
+  /** @param {() => void} onAbandon */
+  constructor(onAbandon) {
+    /** @type {ChatCompletionChunk[]} */
+    this.items = [];
+    /** @type {((r: IteratorResult<ChatCompletionChunk>) => void)|null} */
+    this.wake = null;
+    this.done = false;
+    /** @type {Error|null} */
+    this.error = null;
+    this.onAbandon = onAbandon;
+  }
+  push(chunk) {
+    this.items.push(chunk);
+    this.flush();
+  }
+  end(error = null) {
+    this.done = true;
+    this.error = error;
+    this.flush();
+  }
+  flush() {
+    if (!this.wake) return;
+    const wake = this.wake;
+    if (this.items.length) {
+      this.wake = null;
+      wake({ value: this.items.shift(), done: false });
+    } else if (this.done) {
+      this.wake = null;
+      if (this.error) this.rejectNext(this.error);
+      else wake({ value: undefined, done: true });
+    }
+  }
+  [Symbol.asyncIterator]() {
+    return {
+      next: () =>
+        new Promise((resolve, reject) => {
+          this.wake = resolve;
+          this.rejectNext = reject;
+          this.flush();
+        }),
+      return: async () => {
+        if (!this.done) this.onAbandon();
+        this.done = true;
+        this.items = [];
+        return { value: undefined, done: true };
+      },
+    };
+  }
+}
+
+export class WebWorkerEngine {
+  /** @param {Worker} worker @param {EngineConfig} config */
+  constructor(worker, config = {}) {
+    this.worker = worker;
+    this.config = config;
+    this.nextId = 1;
+    /** @type {Map<string, {resolve: Function, reject: Function, chunk?: Function, progress?: Function}>} */
+    this.pending = new Map();
+    /** @type {string[]} */
+    this.modelIds = [];
+    worker.addEventListener("message", (event) => this.receive(event.data));
+    worker.addEventListener("error", (event) => {
+      const err = new EngineError({ name: "WorkerError", message: event.message || "the worker failed" });
+      for (const p of this.pending.values()) p.reject(err);
+      this.pending.clear();
+    });
+
+    this.chat = { completions: { create: (request) => this.createChatCompletion(request) } };
+    this.embeddings = { create: (request) => this.send("embeddings", { request }) };
+  }
+
+  /** @param {string|object} data */
+  receive(data) {
+    const msg = typeof data === "string" ? JSON.parse(data) : data;
+    const p = this.pending.get(msg.id);
+    if (!p) return;
+    if (msg.type === "progress") p.progress?.(msg.progress);
+    else if (msg.type === "chunk") p.chunk?.(msg.chunk);
+    else {
+      this.pending.delete(msg.id);
+      if (msg.type === "error") p.reject(new EngineError(msg.error));
+      else p.resolve(msg.result);
+    }
+  }
+
+  /**
+   * @param {string} type @param {object} body
+   * @param {{chunk?: Function, progress?: Function, id?: string}} [handlers]
+   */
+  send(type, body = {}, handlers = {}) {
+    const id = handlers.id ?? `r${this.nextId++}`;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, chunk: handlers.chunk, progress: handlers.progress });
+      this.worker.postMessage({ ...body, id, type });
+    });
+  }
+
+  /**
+   * `stream: false` resolves to a ChatCompletion; `stream: true` to an AsyncIterable of chunks
+   * (it resolves when the first chunk arrives, so a bad request rejects here).
+   * @param {ChatCompletionRequest} request
+   * @returns {Promise<ChatCompletion|AsyncIterable<ChatCompletionChunk>>}
+   */
+  createChatCompletion(request) {
+    if (!request || !request.stream) return this.send("chat", { request });
+    const id = `r${this.nextId++}`;
+    const stream = new Stream(() => this.worker.postMessage({ id: `${id}-cancel`, type: "cancel", target: id }));
+    return new Promise((resolve, reject) => {
+      let started = false;
+      const start = () => {
+        if (!started) {
+          started = true;
+          resolve(stream);
+        }
+      };
+      this.send("chat", { request }, {
+        id,
+        chunk: (c) => {
+          stream.push(c);
+          start();
+        },
+      }).then(
+        () => {
+          stream.end();
+          start();
+        },
+        (err) => {
+          if (started) stream.end(err);
+          else reject(err);
+        },
+      );
+    });
+  }
+
+  /** End the running generation at its next token (finish_reason "abort"). */
+  interruptGenerate() {
+    this.worker.postMessage({ id: `i${this.nextId++}`, type: "interrupt" });
+  }
+
+  /** Forget the conversation state kept for the loaded chat models. */
+  resetChat() {
+    return this.send("reset_chat");
+  }
+
+  /** @param {string|string[]} modelIds load these models (unloading the others) */
+  async reload(modelIds) {
+    const ids = Array.isArray(modelIds) ? modelIds : [modelIds];
+    const started = performance.now();
+    const files = new Map();
+    const report = (p) => {
+      if (p.file) files.set(`${p.model}/${p.file}`, p);
+      let loaded = 0;
+      let total = 0;
+      for (const f of files.values()) {
+        loaded += f.loaded || 0;
+        total += f.total || 0;
+      }
+      const done = p.stage === "ready" && p.model === ids.at(-1);
+      this.config.initProgressCallback?.({
+        ...p,
+        progress: done ? 1 : total ? Math.min(0.99, loaded / total) : 0,
+        timeElapsed: (performance.now() - started) / 1000,
+        text: `${p.stage}${p.file ? ` ${p.file}` : ""}${p.model ? ` (${p.model})` : ""}`,
+      });
+    };
+    const result = await this.send("load", { model_ids: ids, device: this.config.device ?? "wasm" }, { progress: report });
+    this.modelIds = ids;
+    return result;
+  }
+
+  unload() {
+    this.modelIds = [];
+    return this.send("unload");
+  }
+}
+
+/**
+ * Create an engine in `worker` and load `modelIds` into it.
+ * @param {Worker} worker a module worker running /worker/worker.js
+ * @param {string|string[]} modelIds built-in ids ("tiny-chat", "all-minilm-l6-v2") or Hugging Face repo ids
+ * @param {EngineConfig} [config]
+ * @returns {Promise<WebWorkerEngine>}
+ */
+export async function CreateWebWorkerEngine(worker, modelIds, config = {}) {
+  const engine = new WebWorkerEngine(worker, config);
+  await engine.reload(modelIds);
+  return engine;
+}
