@@ -141,6 +141,8 @@ class Engine:
         )
         chunk_id = "chatcmpl-" + secrets.token_hex(12)
         created = int(time.time())
+        with_ids = bool(req.return_token_ids)
+        include_usage = bool(req.stream_options and req.stream_options.include_usage)
 
         def chunk(choices: list[ChunkChoice], usage: CompletionUsage | None = None) -> ChatCompletionChunk:
             return ChatCompletionChunk(id=chunk_id, created=created, model=info.model_id, choices=choices, usage=usage)
@@ -148,31 +150,48 @@ class Engine:
         stats = GenerationStats()
         async with self._locks[info.model_id]:
             cancelled = self._cancel_check(request_id)
-            async for text in generate(self.backend, info, ids, params, stats, cancelled):
-                yield chunk([ChunkChoice(index=0, delta=Delta(role="assistant", content=text))])
+            first = True
+            async for text, token_ids in generate(self.backend, info, ids, params, stats, cancelled):
+                out = chunk([ChunkChoice(index=0, delta=Delta(role="assistant", content=text),
+                                         token_ids=token_ids if with_ids else None)])
+                if first and with_ids:
+                    out.prompt_token_ids = ids
+                first = False
+                yield out
             usage = _usage(stats)
-            yield chunk([ChunkChoice(index=0, delta=Delta(), finish_reason=stats.finish_reason)],
-                        None if req.stream_options and req.stream_options.include_usage else usage)
-            if req.stream_options and req.stream_options.include_usage:
+            last = chunk([ChunkChoice(index=0, delta=Delta(), finish_reason=stats.finish_reason,  # type: ignore[arg-type]
+                                      token_ids=[] if with_ids else None)],
+                         None if include_usage else usage)
+            if first and with_ids:
+                last.prompt_token_ids = ids
+            yield last
+            if include_usage:
                 yield chunk([], usage)
         self._cancelled.discard(request_id or "")
 
     async def chat_completion(self, request: dict[str, Any], request_id: str | None = None) -> ChatCompletion:
         """The non-streaming form: the collected stream."""
         content: list[str] = []
+        token_ids: list[int] = []
+        prompt_ids: list[int] | None = None
         last: ChatCompletionChunk | None = None
         finish = "stop"
         usage = None
         async for c in self.chat_completion_stream(request, request_id):
             last = c
             usage = c.usage or usage
+            prompt_ids = c.prompt_token_ids or prompt_ids
             for choice in c.choices:
                 content.append(choice.delta.content or "")
+                token_ids += choice.token_ids or []
                 finish = choice.finish_reason or finish
         assert last is not None
+        with_ids = prompt_ids is not None
         return ChatCompletion(
             id=last.id, created=last.created, model=last.model, usage=usage,
-            choices=[Choice(index=0, message=ChatCompletionMessage(content="".join(content)), finish_reason=finish)],
+            prompt_token_ids=prompt_ids,
+            choices=[Choice(index=0, message=ChatCompletionMessage(content="".join(content)),
+                            finish_reason=finish, token_ids=token_ids if with_ids else None)],  # type: ignore[arg-type]
         )
 
     def _cancel_check(self, request_id: str | None) -> Callable[[], bool]:

@@ -55,8 +55,11 @@ async def generate(
     params: GenerationParams,
     stats: GenerationStats,
     cancelled: Callable[[], bool] = lambda: False,
-) -> AsyncIterator[str]:
-    """Yield text deltas of the reply to ``prompt_ids``; ``stats`` says how and why it ended.
+) -> AsyncIterator[tuple[str, list[int]]]:
+    """Yield ``(text, token_ids)`` deltas of the reply to ``prompt_ids``; ``stats`` says how it ended.
+
+    Every generated token id is yielded once; text held back (stop-sequence prefixes, incomplete
+    characters) comes with a later delta, so a delta may carry ids but no text only at the end.
 
     The caller must hold the model's lock: the backend's KV cache is reset and refilled here.
     """
@@ -72,6 +75,7 @@ async def generate(
     backend.set_sampling(model.model_id, params.sampling)
     feed = prompt_ids
     finish = "length"
+    unsent = 0
     while stats.completion_tokens < limit:
         if cancelled():
             finish = "abort"
@@ -86,15 +90,15 @@ async def generate(
         stats.completion_tokens += 1
         text = stopper.push(decoder.push(token))
         if text:
-            yield text
+            yield text, stats.token_ids[unsent:]
+            unsent = len(stats.token_ids)
         if stopper.stopped:
             finish = "stop"
             break
         feed = [token]
-    if not stopper.stopped:
-        tail = stopper.push(decoder.flush()) + stopper.flush()
-        if tail:
-            yield tail
+    tail = "" if stopper.stopped else stopper.push(decoder.flush()) + stopper.flush()
+    if tail or unsent < len(stats.token_ids):
+        yield tail, stats.token_ids[unsent:]
     stats.finish_reason = finish
     stats.finished = time.perf_counter()
     if not stats.first_token_at:

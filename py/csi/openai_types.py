@@ -84,6 +84,8 @@ class ChatCompletionRequest(_Strict):
     tool_choice: Any = None
     response_format: dict[str, Any] | None = None
     user: str | None = None
+    return_token_ids: bool | None = None
+    """Extension (as vLLM's): also return prompt and completion token ids."""
 
     @property
     def stop_list(self) -> list[str]:
@@ -109,6 +111,17 @@ class EmbeddingRequest(_Strict):
 # ---- responses -------------------------------------------------------------------------------
 
 
+class _WithExtensions(BaseModel):
+    """Responses whose non-OpenAI extension fields are left out unless they are set."""
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_extensions(self, handler: Any) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if not (k in _EXTENSIONS and v is None)}
+
+
+_EXTENSIONS = {"prompt_token_ids", "token_ids"}
+
+
 class UsageExtra(BaseModel):
     e2e_latency_s: float
     prefill_tokens_per_s: float
@@ -129,14 +142,15 @@ class ChatCompletionMessage(BaseModel):
     content: str | None
 
 
-class Choice(BaseModel):
+class Choice(_WithExtensions):
     index: int
     message: ChatCompletionMessage
     finish_reason: FinishReason
     logprobs: None = None
+    token_ids: list[int] | None = None
 
 
-class ChatCompletion(BaseModel):
+class ChatCompletion(_WithExtensions):
     id: str
     object: Literal["chat.completion"] = "chat.completion"
     created: int
@@ -144,6 +158,7 @@ class ChatCompletion(BaseModel):
     choices: list[Choice]
     usage: CompletionUsage | None = None
     system_fingerprint: str | None = None
+    prompt_token_ids: list[int] | None = None
 
 
 class Delta(BaseModel):
@@ -155,14 +170,15 @@ class Delta(BaseModel):
         return {k: v for k, v in handler(self).items() if v is not None}
 
 
-class ChunkChoice(BaseModel):
+class ChunkChoice(_WithExtensions):
     index: int
     delta: Delta
     finish_reason: FinishReason | None = None
     logprobs: None = None
+    token_ids: list[int] | None = None
 
 
-class ChatCompletionChunk(BaseModel):
+class ChatCompletionChunk(_WithExtensions):
     id: str
     object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
     created: int
@@ -170,6 +186,7 @@ class ChatCompletionChunk(BaseModel):
     choices: list[ChunkChoice]
     usage: CompletionUsage | None = None
     system_fingerprint: str | None = None
+    prompt_token_ids: list[int] | None = None
 
 
 class EmbeddingData(BaseModel):

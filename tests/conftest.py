@@ -1,0 +1,92 @@
+"""Shared fixtures: the built site, a static server, Debian's Chromium, a page with an engine."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DIST = ROOT / "dist"
+MODELS = DIST / "models"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+LOCAL_PREFIXES = ("http://127.0.0.1:", "blob:", "data:")
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args() -> dict[str, Any]:
+    """pytest-playwright launches Debian's Chromium (Playwright cannot download browsers here)."""
+    return {"executable_path": CHROMIUM, "args": CHROMIUM_ARGS, "headless": True}
+
+
+@pytest.fixture(scope="session")
+def site_url() -> Iterator[str]:
+    from buildtools.serve import serve_in_thread
+
+    if not (DIST / "index.html").exists():
+        pytest.fail("dist/ is not built: run `python3 build.py test`")
+    server, url = serve_in_thread(DIST)
+    yield url
+    server.shutdown()
+
+
+class EnginePage:
+    """A page with `window.engine` created by web/engine.js, and every request it made."""
+
+    def __init__(self, page: Any, requests: list[str]) -> None:
+        self.page = page
+        self.requests = requests
+
+    def call(self, script: str, arg: Any = None, timeout: float = 120_000) -> Any:
+        """Evaluate an async function body `(engine, arg) => ...`; engine errors come back as dicts."""
+        self.page.set_default_timeout(timeout)
+        return self.page.evaluate(
+            """async ([body, arg]) => {
+                 const fn = new Function('engine', 'arg', `return (async () => { ${body} })()`);
+                 try { return {ok: true, value: await fn(window.engine, arg)}; }
+                 catch (e) { return {ok: false, error: {name: e.name, message: e.message, param: e.param ?? null}}; }
+               }""",
+            [script, arg],
+        )
+
+    def ok(self, script: str, arg: Any = None, timeout: float = 120_000) -> Any:
+        out = self.call(script, arg, timeout)
+        assert out["ok"], f"engine call failed: {json.dumps(out['error'])}"
+        return out["value"]
+
+    def foreign_requests(self) -> list[str]:
+        return [u for u in self.requests if not u.startswith(LOCAL_PREFIXES)]
+
+
+def open_engine_page(browser: Any, site_url: str, models: list[str], device: str = "wasm") -> EnginePage:
+    context = browser.new_context()
+    requests: list[str] = []
+    context.on("request", lambda r: requests.append(r.url))
+    page = context.new_page()
+    page.on("console", lambda m: print(f"[console.{m.type}] {m.text}") if m.type in ("error", "warning") else None)
+    page.goto(site_url + "web/engine.js")  # a same-origin document; index.html would start its own engine
+    page.set_default_timeout(300_000)
+    page.evaluate(
+        """async ([models, device]) => {
+             const { CreateWebWorkerEngine } = await import('/web/engine.js');
+             window.progress = [];
+             const worker = new Worker('/worker/worker.js', { type: 'module' });
+             window.engine = await CreateWebWorkerEngine(worker, models, {
+               device, initProgressCallback: (p) => window.progress.push(p) });
+           }""",
+        [models, device],
+    )
+    return EnginePage(page, requests)
+
+
+@pytest.fixture(scope="session")
+def engine_page(browser: Any, site_url: str) -> Iterator[EnginePage]:
+    """One worker with tiny-chat and all-minilm-l6-v2 on WASM, shared by the browser tests."""
+    ep = open_engine_page(browser, site_url, ["tiny-chat", "all-minilm-l6-v2"], "wasm")
+    yield ep
+    ep.page.context.close()
