@@ -89,6 +89,7 @@ def build_site() -> Path:
     sync_file(ROOT / "index.html", DIST / "index.html")
     sync_tree(ROOT / "web", DIST / "web")
     sync_tree(ROOT / "worker", DIST / "worker")
+    sync_tree(ROOT / "bench", DIST / "bench")
 
     wheels_dir = DIST / "wheels"
     wheels = [p for p in ensure_pyodide_wheels()]

@@ -79,9 +79,7 @@ async function send(text) {
       messages: history,
       stream: true,
       stream_options: { include_usage: true },
-      temperature: 0.7,
-      top_p: 0.95,
-      max_tokens: 256,
+      ...settings,
     });
     let finish = null;
     for await (const chunk of stream) {
@@ -140,6 +138,13 @@ ui.clear.addEventListener("click", () => {
 });
 
 const params = new URLSearchParams(location.search);
+// Generation settings can be set in the URL: ?temperature=0&max_tokens=512&ignore_eos=1
+const settings = {
+  temperature: Number(params.get("temperature") ?? 0.7),
+  top_p: Number(params.get("top_p") ?? 0.95),
+  max_tokens: Number(params.get("max_tokens") ?? 256),
+  ...(params.get("ignore_eos") === "1" ? { ignore_eos: true } : {}),
+};
 ui.modelId.value = params.get("model") ?? "tiny-chat";
 ui.device.value = params.get("device") ?? "wasm";
 load(ui.modelId.value, ui.device.value);

@@ -1,0 +1,53 @@
+// Benchmark baseline: transformers.js's own greedy `model.generate` in a module worker, on the
+// same model files, the same ORT runtime and the same thread settings as csi-web's worker.
+
+import { AutoModelForCausalLM, AutoTokenizer, env } from "../vendor/transformers/transformers.js";
+
+const SITE = new URL("../", import.meta.url);
+env.allowLocalModels = true;
+env.allowRemoteModels = false;
+env.localModelPath = new URL("models/", SITE).pathname;
+env.backends.onnx.wasm.wasmPaths = {
+  mjs: new URL("vendor/ort/ort-wasm-simd-threaded.asyncify.mjs", SITE).href,
+  wasm: new URL("vendor/ort/ort-wasm-simd-threaded.asyncify.wasm", SITE).href,
+};
+env.backends.onnx.wasm.numThreads = self.crossOriginIsolated
+  ? Math.max(1, Math.min(4, (navigator.hardwareConcurrency || 2) - 1))
+  : 1;
+
+let tokenizer;
+let model;
+
+self.onmessage = async ({ data }) => {
+  try {
+    if (data.type === "load") {
+      const t0 = performance.now();
+      tokenizer = await AutoTokenizer.from_pretrained(data.model);
+      model = await AutoModelForCausalLM.from_pretrained(data.model, { device: data.device, dtype: "fp32" });
+      self.postMessage({ ok: true, load_s: (performance.now() - t0) / 1000 });
+      return;
+    }
+    const inputs = tokenizer.apply_chat_template(data.messages, { add_generation_prompt: true, return_dict: true });
+    const stamps = [];
+    const streamer = { put: () => stamps.push(performance.now()), end: () => {} };
+    const t0 = performance.now();
+    await model.generate({
+      ...inputs,
+      max_new_tokens: data.tokens,
+      min_new_tokens: data.tokens,
+      do_sample: false,
+      streamer,
+    });
+    // stamps[0]: the prompt is handed to the streamer; stamps[i]: generated token i.
+    const tokens = stamps.length - 1;
+    self.postMessage({
+      ok: true,
+      tokens,
+      prompt_tokens: inputs.input_ids.dims.at(-1),
+      ttft_s: (stamps[1] - t0) / 1000,
+      decode_tokens_per_s: (tokens - 1) / ((stamps.at(-1) - stamps[1]) / 1000),
+    });
+  } catch (e) {
+    self.postMessage({ ok: false, error: String(e?.stack ?? e) });
+  }
+};

@@ -1,0 +1,103 @@
+"""`python3 build.py bench`: csi-web's full stack against transformers.js, one browser run, JSON out."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from .serve import serve_in_thread
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--no-first-run", "--disable-quic"]
+MESSAGES = [{"role": "user", "content": "What does json.dumps do?"}]
+TOKENS = 128
+ROUNDS = 5
+
+PAGE_SCRIPT = """
+async ([messages, tokens, rounds]) => {
+  const { CreateWebWorkerEngine } = await import('/web/engine.js');
+  const t0 = performance.now();
+  const engine = await CreateWebWorkerEngine(new Worker('/worker/worker.js', {type: 'module'}),
+                                             'tiny-chat', {device: 'wasm'});
+  const cold = (performance.now() - t0) / 1000;
+  const boot = await engine.send('boot_timings');
+
+  const tjs = new Worker('/bench/tjs_worker.js', {type: 'module'});
+  const ask = (msg) => new Promise((resolve, reject) => {
+    tjs.onmessage = ({data}) => data.ok ? resolve(data) : reject(new Error(data.error));
+    tjs.postMessage(msg);
+  });
+  const tjsLoad = await ask({type: 'load', model: 'tiny-chat', device: 'wasm'});
+
+  async function ours() {
+    const start = performance.now();
+    const stamps = [];
+    let usage = null;
+    const s = await engine.chat.completions.create({messages, stream: true, temperature: 0, ignore_eos: true,
+      max_tokens: tokens, stream_options: {include_usage: true}, return_token_ids: true});
+    let n = 0;
+    for await (const c of s) {
+      for (const ch of c.choices) {
+        const k = (ch.token_ids ?? []).length;
+        for (let i = 0; i < k; i++) stamps.push(performance.now());
+        n += k;
+      }
+      if (c.usage) usage = c.usage;
+    }
+    return {tokens: n, prompt_tokens: usage.prompt_tokens, ttft_s: (stamps[0] - start) / 1000,
+            decode_tokens_per_s: (n - 1) / ((stamps.at(-1) - stamps[0]) / 1000),
+            engine_decode_tokens_per_s: usage.extra.decode_tokens_per_s};
+  }
+  const theirs = () => ask({type: 'generate', messages, tokens});
+
+  await ours(); await theirs();  // warm-up
+  const runs = {csi_web: [], transformers_js: []};
+  for (let i = 0; i < rounds; i++) {
+    runs.csi_web.push(await ours());
+    runs.transformers_js.push(await theirs());
+  }
+  return {cold_start_s: cold, boot, tjs_load_s: tjsLoad.load_s, isolated: self.crossOriginIsolated,
+          threads: navigator.hardwareConcurrency, runs};
+}
+"""
+
+
+def run_bench(dist: Path) -> int:
+    from playwright.sync_api import sync_playwright
+
+    server, url = serve_in_thread(dist)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            page = browser.new_page()
+            page.set_default_timeout(900_000)
+            page.goto(url + "web/engine.js")
+            raw = page.evaluate(PAGE_SCRIPT, [MESSAGES, TOKENS, ROUNDS])
+            browser.close()
+    finally:
+        server.shutdown()
+
+    def med(side: str, key: str) -> float:
+        return statistics.median(r[key] for r in raw["runs"][side])
+
+    ours, theirs = med("csi_web", "decode_tokens_per_s"), med("transformers_js", "decode_tokens_per_s")
+    result = {
+        "model": "tiny-chat",
+        "device": "wasm",
+        "cross_origin_isolated": raw["isolated"],
+        "prompt_tokens": raw["runs"]["csi_web"][0]["prompt_tokens"],
+        "generated_tokens": TOKENS,
+        "rounds": ROUNDS,
+        "decode_tokens_per_s": {"csi_web": ours, "transformers_js": theirs, "ratio": ours / theirs},
+        "time_to_first_token_s": {"csi_web": med("csi_web", "ttft_s"),
+                                  "transformers_js": med("transformers_js", "ttft_s")},
+        "engine_reported_decode_tokens_per_s": med("csi_web", "engine_decode_tokens_per_s"),
+        "cold_start_s": {"total": raw["cold_start_s"], **raw["boot"],
+                         "model_and_rest": raw["cold_start_s"] - sum(raw["boot"].values())},
+        "transformers_js_model_load_s": raw["tjs_load_s"],
+        "runs": raw["runs"],
+    }
+    print(json.dumps(result, indent=2))
+    return 0
