@@ -134,3 +134,13 @@ def test_abandoned_stream_does_not_block_the_next_request(engine_page):
 def test_no_request_left_127_0_0_1(engine_page):
     assert engine_page.requests, "the request listener saw nothing"
     assert engine_page.foreign_requests() == []
+
+
+def test_load_reported_progress_with_stage_file_and_bytes(engine_page):
+    progress = engine_page.ok("return window.progress;")
+    assert {"pyodide", "wheels", "python-ready", "ready"} <= {p["stage"] for p in progress}
+    model_files = [p for p in progress if p["stage"] == "progress" and p["file"] == "onnx/model.onnx"]
+    assert model_files and all(set(p) >= {"stage", "file", "loaded", "total"} for p in model_files)
+    assert max(p["loaded"] for p in model_files) == max(p["total"] for p in model_files) > 100_000
+    fractions = [p["progress"] for p in progress]
+    assert fractions[-1] == 1 and all(0 <= f <= 1 for f in fractions)

@@ -120,7 +120,7 @@ def test_non_streaming_equals_collected_stream_and_token_ids_cover_every_token()
     assert reply.choices[0].message.content == "".join(c.choices[0].delta.content or "" for c in chunks)
     assert reply.choices[0].token_ids == [1, 2, 4, 5, 3]
     assert sum((c.choices[0].token_ids for c in chunks), []) == [1, 2, 4, 5, 3]
-    assert chunks[0].prompt_token_ids == reply.prompt_token_ids and reply.prompt_token_ids
+    assert chunks[-1].prompt_token_ids == reply.prompt_token_ids and reply.prompt_token_ids
 
 
 def test_context_window_is_checked_and_generation_clamped_to_it():

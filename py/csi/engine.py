@@ -46,6 +46,7 @@ class Engine:
         self._locks: dict[str, asyncio.Lock] = {}
         self._interrupt_epoch = 0
         self._cancelled: set[str] = set()
+        self._active: set[str] = set()
         self.device = "wasm"
 
     # ---- lifecycle -----------------------------------------------------------------------------
@@ -77,7 +78,8 @@ class Engine:
 
     def cancel(self, request_id: str) -> None:
         """End the generation of one request (running or queued) with ``abort``."""
-        self._cancelled.add(request_id)
+        if request_id in self._active:
+            self._cancelled.add(request_id)
 
     def reset_chat(self) -> None:
         for model_id in self.models:
@@ -148,26 +150,25 @@ class Engine:
             return ChatCompletionChunk(id=chunk_id, created=created, model=info.model_id, choices=choices, usage=usage)
 
         stats = GenerationStats()
-        async with self._locks[info.model_id]:
-            cancelled = self._cancel_check(request_id)
-            first = True
-            async for text, token_ids in generate(self.backend, info, ids, params, stats, cancelled):
-                out = chunk([ChunkChoice(index=0, delta=Delta(role="assistant", content=text),
-                                         token_ids=token_ids if with_ids else None)])
-                if first and with_ids:
-                    out.prompt_token_ids = ids
-                first = False
-                yield out
-            usage = _usage(stats)
-            last = chunk([ChunkChoice(index=0, delta=Delta(), finish_reason=stats.finish_reason,  # type: ignore[arg-type]
-                                      token_ids=[] if with_ids else None)],
-                         None if include_usage else usage)
-            if first and with_ids:
-                last.prompt_token_ids = ids
-            yield last
-            if include_usage:
-                yield chunk([], usage)
-        self._cancelled.discard(request_id or "")
+        key = request_id or chunk_id
+        self._active.add(key)
+        try:
+            async with self._locks[info.model_id]:
+                cancelled = self._cancel_check(key)
+                async for text, token_ids in generate(self.backend, info, ids, params, stats, cancelled):
+                    yield chunk([ChunkChoice(index=0, delta=Delta(role="assistant", content=text),
+                                             token_ids=token_ids if with_ids else None)])
+                usage = _usage(stats)
+                last = chunk([ChunkChoice(index=0, delta=Delta(), finish_reason=stats.finish_reason,  # type: ignore[arg-type]
+                                          token_ids=[] if with_ids else None)],
+                             None if include_usage else usage)
+                last.prompt_token_ids = ids if with_ids else None
+                yield last
+                if include_usage:
+                    yield chunk([], usage)
+        finally:
+            self._active.discard(key)
+            self._cancelled.discard(key)
 
     async def chat_completion(self, request: dict[str, Any], request_id: str | None = None) -> ChatCompletion:
         """The non-streaming form: the collected stream."""
@@ -194,9 +195,9 @@ class Engine:
                             finish_reason=finish, token_ids=token_ids if with_ids else None)],  # type: ignore[arg-type]
         )
 
-    def _cancel_check(self, request_id: str | None) -> Callable[[], bool]:
+    def _cancel_check(self, key: str) -> Callable[[], bool]:
         epoch = self._interrupt_epoch
-        return lambda: self._interrupt_epoch != epoch or (request_id is not None and request_id in self._cancelled)
+        return lambda: self._interrupt_epoch != epoch or key in self._cancelled
 
     # ---- embeddings ----------------------------------------------------------------------------
 
