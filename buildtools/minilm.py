@@ -183,9 +183,8 @@ def build(out_dir: Path) -> None:
     tmp.mkdir()
     try:
         copy_tokenizer_and_config(src, tmp)
-        model = BertModel.from_pretrained(
-            str(src), attn_implementation="eager", dtype=torch.float32, add_pooling_layer=False
-        )
+        # The pooler stays loaded (the checkpoint has it) but is unused, so tracing drops it.
+        model = BertModel.from_pretrained(str(src), attn_implementation="eager", dtype=torch.float32)
         model.eval()
         export_onnx(model, tmp / "onnx" / "model.onnx")
         worst = verify(tmp, src)

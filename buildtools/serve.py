@@ -31,6 +31,12 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (ConnectionResetError, BrokenPipeError):
+            pass  # the browser dropped a connection (page closed, request aborted)
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
         if getattr(self.server, "verbose", False):
             super().log_message(format, *args)
@@ -38,6 +44,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
 def make_server(root: Path, port: int = 8000, verbose: bool = False) -> http.server.ThreadingHTTPServer:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Handler, directory=str(root)))
+    server.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
     server.daemon_threads = True
     server.verbose = verbose  # type: ignore[attr-defined]
     return server

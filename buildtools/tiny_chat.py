@@ -79,6 +79,7 @@ CHAT_TEMPLATE = (
 # Fixed, sorted list of standard-library modules mined for docstrings.  Modules
 # with import-time side effects (antigravity, this, idlelib, tkinter, turtle),
 # test packages and deprecated modules are deliberately absent.
+# fmt: off
 STDLIB_MODULES: tuple[str, ...] = (
     "abc", "argparse", "array", "ast", "asyncio", "base64", "bdb", "binascii",
     "bisect", "builtins", "bz2", "calendar", "cmath", "cmd", "code", "codecs",
@@ -108,6 +109,7 @@ STDLIB_MODULES: tuple[str, ...] = (
     "wsgiref.util", "xml.dom.minidom", "xml.etree.ElementTree", "xml.sax",
     "xmlrpc.client", "zipapp", "zipfile", "zipimport", "zlib", "zoneinfo",
 )
+# fmt: on
 
 MAX_ANSWER_CHARS = 600
 MIN_ANSWER_CHARS = 25
@@ -161,16 +163,34 @@ SMALL_TALK: tuple[tuple[str, str], ...] = (
     ("Hello!", "Hello! How can I help you today?"),
     ("Hi", "Hi there! Ask me about a Python module or function."),
     ("Hey, how are you?", "I am doing well, thank you. What would you like to know about Python?"),
-    ("Who are you?", "I am a tiny language model trained on the documentation of the Python standard library."),
-    ("What can you do?", "I can answer short questions about the modules, functions and classes of the Python standard library."),
+    (
+        "Who are you?",
+        "I am a tiny language model trained on the documentation of the Python standard library.",
+    ),
+    (
+        "What can you do?",
+        "I can answer short questions about the modules, functions and classes of the Python standard library.",
+    ),
     ("Thanks!", "You are welcome! Let me know if you have another question."),
     ("Thank you for the help.", "Glad I could help."),
     ("Goodbye", "Goodbye! Happy coding."),
-    ("Are you a large language model?", "No, I am a very small model, so my answers can be wrong. Please check the official documentation."),
-    ("What is Python?", "Python is a high-level, general-purpose programming language. Its standard library provides modules for text processing, files, networking, data formats and much more."),
-    ("What is the standard library?", "The standard library is the collection of modules that ships with Python, such as os, json, re, math and datetime."),
+    (
+        "Are you a large language model?",
+        "No, I am a very small model, so my answers can be wrong. Please check the official documentation.",
+    ),
+    (
+        "What is Python?",
+        "Python is a high-level, general-purpose programming language. Its standard library provides "
+        "modules for text processing, files, networking, data formats and much more.",
+    ),
+    (
+        "What is the standard library?",
+        "The standard library is the collection of modules that ships with Python, "
+        "such as os, json, re, math and datetime.",
+    ),
     ("Can you help me with Python?", "Of course. Ask me what a module, function or class does."),
 )
+
 
 SAMPLE_QUESTIONS = (
     "What does json.dumps do?",
@@ -205,9 +225,17 @@ def _stable_index(key: str, n: int) -> int:
 _SIGNATURE_LINE = re.compile(r"^[A-Za-z_][\w.]*\(.*\)(\s*->.*)?$")
 _NON_PROSE = re.compile(r"^(>>>|\.\.\.|[-*+] |:|\d+[.)] |[A-Z][a-z]+( [A-Za-z]+)?:$)")
 _GENERIC_DOC_PREFIXES = (
-    "Return self", "Initialize self", "Implement ", "Create and return a new object",
-    "Helper for pickle", "See help(", "Return repr(self)", "Return str(self)",
-    "Return hash(self)", "Return state information", "Default object formatter",
+    "Return self",
+    "Initialize self",
+    "Implement ",
+    "Create and return a new object",
+    "Helper for pickle",
+    "See help(",
+    "Return repr(self)",
+    "Return str(self)",
+    "Return hash(self)",
+    "Return state information",
+    "Default object formatter",
 )
 
 
@@ -766,9 +794,7 @@ def verify_onnx(model: LlamaForCausalLM, onnx_path: Path, prompt_ids: list[int])
     mask = np.array([[0] * 4 + [1] * 5, [1] * 9], dtype=np.int64)
     positions = np.array([[1] * 4 + list(range(5)), list(range(9))], dtype=np.int64)
     logits, _ = runner.step(ids, mask, positions, runner.empty_past(batch=2))
-    diffs["batch_2_left_padded"] = max(
-        _max_diff(logits[0, 4:], reference[:5]), _max_diff(logits[1], reference[:9])
-    )
+    diffs["batch_2_left_padded"] = max(_max_diff(logits[0, 4:], reference[:5]), _max_diff(logits[1], reference[:9]))
 
     for name, value in diffs.items():
         if not value < MAX_LOGIT_DIFF:

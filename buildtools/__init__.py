@@ -1,0 +1,1 @@
+"""Offline build tooling for csi-web (site assembly, wheels, model folders)."""
