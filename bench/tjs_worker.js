@@ -29,7 +29,10 @@ self.onmessage = async ({ data }) => {
     }
     const inputs = tokenizer.apply_chat_template(data.messages, { add_generation_prompt: true, return_dict: true });
     const stamps = [];
-    const streamer = { put: () => stamps.push(performance.now()), end: () => {} };
+    // "stream": hand every token to the page as it comes, as a chat app does (one message each)
+    const streamer = data.stream
+      ? { put: (ids) => { stamps.push(performance.now()); self.postMessage({ token: Number(ids[0]?.at?.(-1) ?? 0) }); }, end: () => {} }
+      : { put: () => stamps.push(performance.now()), end: () => {} };
     const t0 = performance.now();
     await model.generate({
       ...inputs,

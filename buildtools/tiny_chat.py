@@ -14,6 +14,7 @@ Usage: ``python -m buildtools.tiny_chat OUT_DIR``
 from __future__ import annotations
 
 import contextlib
+import heapq
 import importlib
 import inspect
 import io
@@ -27,15 +28,16 @@ import sys
 import time
 import warnings
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 from torch import nn
 from transformers import (
     AutoTokenizer,
@@ -272,6 +274,11 @@ def _summarize(doc: str | None) -> str | None:
         chosen.append(flat)
         if len(chosen) == 2:
             break
+    if chosen and chosen[-1].endswith(":"):  # announces a list or example that is not kept
+        if len(chosen) > 1:
+            chosen.pop()
+        else:
+            chosen[-1] = chosen[-1][:-1].rstrip() + "."
     if not chosen:
         return None
     answer = "\n\n".join(chosen)
@@ -290,7 +297,8 @@ def _signature(obj: object) -> str | None:
         sig = str(inspect.signature(obj))  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None
-    return sig if len(sig) <= 80 else None
+    # Reprs of default values may embed memory addresses, which would break determinism.
+    return sig if len(sig) <= 80 and "<" not in sig else None
 
 
 def _import_quietly(name: str) -> object | None:
@@ -426,26 +434,84 @@ def render_chat(messages: Sequence[Message], add_generation_prompt: bool = False
 # ------------------------------------------------------------------------ tokenizer
 
 
+def _learn_bpe_merges(word_counts: dict[str, int], num_merges: int, min_frequency: int) -> list[tuple[str, str]]:
+    """Classic BPE merge learning with a fully deterministic tie-break.
+
+    The ``tokenizers`` trainer breaks count ties by internal ids that depend on
+    hash-map order, so two runs on the same corpus can differ.  Here the most
+    frequent pair wins and ties go to the lexicographically smallest pair.
+    """
+    words = [list(word) for word in sorted(word_counts)]
+    freqs = [word_counts[word] for word in sorted(word_counts)]
+    pair_counts: dict[tuple[str, str], int] = {}
+    where: dict[tuple[str, str], set[int]] = {}
+    for index, (symbols, freq) in enumerate(zip(words, freqs, strict=True)):
+        for pair in pairwise(symbols):
+            pair_counts[pair] = pair_counts.get(pair, 0) + freq
+            where.setdefault(pair, set()).add(index)
+    heap = [(-count, pair) for pair, count in pair_counts.items()]
+    heapq.heapify(heap)
+    merges: list[tuple[str, str]] = []
+    while heap and len(merges) < num_merges:
+        neg_count, pair = heapq.heappop(heap)
+        if pair_counts.get(pair, 0) != -neg_count:
+            continue  # stale entry; the current count was pushed separately
+        if -neg_count < min_frequency:
+            break
+        merges.append(pair)
+        merged = pair[0] + pair[1]
+        touched: set[tuple[str, str]] = set()
+        for index in sorted(where.pop(pair, ())):
+            old = words[index]
+            new: list[str] = []
+            i = 0
+            while i < len(old):
+                if i + 1 < len(old) and old[i] == pair[0] and old[i + 1] == pair[1]:
+                    new.append(merged)
+                    i += 2
+                else:
+                    new.append(old[i])
+                    i += 1
+            if len(new) == len(old):
+                continue
+            freq = freqs[index]
+            for p in pairwise(old):
+                pair_counts[p] -= freq
+                touched.add(p)
+            for p in pairwise(new):
+                pair_counts[p] = pair_counts.get(p, 0) + freq
+                where.setdefault(p, set()).add(index)
+                touched.add(p)
+            words[index] = new
+        for p in sorted(touched):
+            count = pair_counts.get(p, 0)
+            if count > 0:
+                heapq.heappush(heap, (-count, p))
+            else:
+                pair_counts.pop(p, None)
+    return merges
+
+
 def train_tokenizer(conversations: Sequence[Conversation]) -> Tokenizer:
-    """Train a byte-level BPE tokenizer whose ids 0-2 are the special tokens."""
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    """Train a byte-level BPE tokenizer (ids 0-2 are the special tokens), deterministically."""
+    pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    word_counts: dict[str, int] = {}
+    for conversation in conversations:
+        for message in conversation:
+            for text in (message["role"], "\n", message["content"]):
+                for piece, _ in pre_tokenizer.pre_tokenize_str(text):
+                    word_counts[piece] = word_counts.get(piece, 0) + 1
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *alphabet])}
+    merges = _learn_bpe_merges(word_counts, VOCAB_SIZE - len(vocab), min_frequency=2)
+    for left, right in merges:
+        vocab[left + right] = len(vocab)
+
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    tokenizer.pre_tokenizer = pre_tokenizer
     tokenizer.decoder = decoders.ByteLevel()
     tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
-    trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_SIZE,
-        min_frequency=2,
-        special_tokens=list(SPECIAL_TOKENS),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-
-    def texts() -> Iterator[str]:
-        for conversation in conversations:
-            for message in conversation:
-                yield message["role"] + "\n" + message["content"]
-
-    tokenizer.train_from_iterator(texts(), trainer=trainer)
+    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
     for token_id, token in enumerate(SPECIAL_TOKENS):
         if tokenizer.token_to_id(token) != token_id:
             raise RuntimeError(f"special token {token!r} did not get id {token_id}")

@@ -36,6 +36,9 @@ class ScriptedBackend:
     def decode(self, model_id: str, ids: list[int]) -> str:
         return b"".join(self.vocab[i] for i in ids).decode("utf-8", errors="replace")
 
+    def token_bytes(self, model_id: str) -> None:
+        return None  # decode through the backend, like a tokenizer with an unknown decoder
+
     def reset(self, model_id: str) -> None:
         self._pos = 0
 

@@ -28,6 +28,20 @@ env.backends.onnx.wasm.numThreads = self.crossOriginIsolated
 
 const CAUSAL_ARCH = /(ForCausalLM|LMHeadModel)$/;
 
+// A decode loop resumed from promise callbacks never returns to the worker's task queue, so it
+// lets messages (interrupt, cancel, new requests) in at least this often.
+const YIELD_EVERY_MS = 8;
+const yieldChannel = new MessageChannel();
+const yieldWaiters = [];
+yieldChannel.port1.onmessage = () => yieldWaiters.shift()?.();
+/** Resolve after one turn of the event loop (a message to ourselves: no timer clamping). */
+function yieldToEventLoop() {
+  return new Promise((resolve) => {
+    yieldWaiters.push(resolve);
+    yieldChannel.port2.postMessage(0);
+  });
+}
+
 /**
  * @typedef {{stage: string, file: string|null, loaded: number, total: number, model: string}} Progress
  * @typedef {import("./sampling.js").SamplingParams} SamplingParams
@@ -143,6 +157,7 @@ export class Bridge {
   constructor() {
     /** @type {Map<string, ChatModel|EmbeddingModel>} */
     this.models = new Map();
+    this.lastYield = 0;
   }
 
   /**
@@ -247,9 +262,50 @@ export class Bridge {
     m.rng = makeRng(m.sampling.seed);
   }
 
-  /** @param {string} id @param {Int32Array|number[]} ids */
-  step(id, ids) {
-    return this.chat(id).step(ids);
+  /**
+   * Python's persistent callbacks for `stepAsync` results: settling a Python future through
+   * them costs far less per token than awaiting a returned Promise from Python.
+   * @param {(ticket: number, token: number) => void} onToken
+   * @param {(ticket: number, message: string) => void} onError
+   */
+  setStepCallbacks(onToken, onError) {
+    this.onToken = onToken;
+    this.onError = onError;
+  }
+
+  /**
+   * Start a step: run `ids` (one token id, or an array) after the cache and sample; the token
+   * arrives through `onToken(ticket, token)`.
+   * @param {string} id @param {number|Int32Array|number[]} ids @param {number} ticket
+   */
+  stepAsync(id, ids, ticket) {
+    const model = this.chat(id);
+    const input = typeof ids === "number" ? [ids] : ids;
+    const run = performance.now() - this.lastYield > YIELD_EVERY_MS
+      ? yieldToEventLoop().then(() => {
+        this.lastYield = performance.now();
+        return model.step(input);
+      })
+      : model.step(input);
+    run.then(
+        (token) => this.onToken(ticket, token),
+        (err) => this.onError(ticket, String(err?.message ?? err)),
+      );
+  }
+
+  /**
+   * What Python needs to turn token ids into bytes itself: the decoder config, the id -> token
+   * strings and the added tokens, as JSON.
+   * @param {string} id
+   */
+  tokenTable(id) {
+    const tok = this.chat(id).tokenizer;
+    const added = [...tok._tokenizer.get_added_tokens_decoder().entries()].map(([i, t]) => [i, t.content, !!t.special]);
+    return JSON.stringify({
+      decoder: tok._tokenizerJSON?.decoder ?? null,
+      vocab: Array.from(tok._tokenizer.model.vocab),
+      added,
+    });
   }
 
   /** @param {string} id @param {string} textsJson */

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from .token_bytes import TokenBytes
+
 ModelKind = Literal["chat", "embedding"]
 ProgressFn = Callable[[dict[str, Any]], None]
 
@@ -75,6 +77,10 @@ class Backend(Protocol):
 
     def decode(self, model_id: str, ids: list[int]) -> str:
         """Text of ``ids``, special tokens skipped."""
+        ...
+
+    def token_bytes(self, model_id: str) -> TokenBytes | None:
+        """The bytes of every token (``None`` if the tokenizer's decoder is not byte-exact)."""
         ...
 
     def reset(self, model_id: str) -> None:

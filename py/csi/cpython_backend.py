@@ -21,6 +21,7 @@ from tokenizers import Tokenizer
 
 from .backend import Embeddings, ModelInfo, ProgressFn, SamplingParams
 from .errors import ModelLoadError
+from .token_bytes import TokenBytes, build_token_bytes
 
 CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 
@@ -88,6 +89,7 @@ class _Chat:
     head_dim: int
     cache_inputs: list[str]
     uses_position_ids: bool
+    token_bytes: TokenBytes | None
     past: dict[str, np.ndarray] = field(default_factory=dict)
     past_length: int = 0
     sampling: SamplingParams = field(default_factory=SamplingParams)
@@ -130,6 +132,7 @@ class CPythonBackend:
                 head_dim=config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"],
                 cache_inputs=[n for n in names if n.startswith("past_key_values.")],
                 uses_position_ids="position_ids" in names,
+                token_bytes=_token_bytes(folder / "tokenizer.json"),
             )
             gen_path = folder / "generation_config.json"
             gen = json.loads(gen_path.read_text()) if gen_path.exists() else {}
@@ -161,6 +164,9 @@ class CPythonBackend:
 
     def decode(self, model_id: str, ids: list[int]) -> str:
         return self._chat(model_id).tokenizer.decode(ids, skip_special_tokens=True)
+
+    def token_bytes(self, model_id: str) -> TokenBytes | None:
+        return self._chat(model_id).token_bytes
 
     def reset(self, model_id: str) -> None:
         m = self._chat(model_id)
@@ -206,3 +212,16 @@ class CPythonBackend:
         pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
         normed = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return Embeddings(vectors=normed.tolist(), prompt_tokens=int(mask.sum()), dims=normed.shape[1])
+
+
+def _token_bytes(path: Path) -> TokenBytes | None:
+    spec = json.loads(path.read_text())
+    vocab_spec = spec["model"]["vocab"]
+    if isinstance(vocab_spec, dict):
+        vocab: list[str | None] = [None] * (max(vocab_spec.values(), default=-1) + 1)
+        for token, i in vocab_spec.items():
+            vocab[i] = token
+    else:
+        vocab = [piece for piece, _score in vocab_spec]
+    added = [(t["id"], t["content"], bool(t.get("special"))) for t in spec.get("added_tokens", [])]
+    return build_token_bytes(spec.get("decoder"), vocab, added)

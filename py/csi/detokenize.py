@@ -2,13 +2,40 @@
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Callable
+
+from .token_bytes import TokenBytes
 
 _REPLACEMENT = "\ufffd"
 
 
+class ByteDecoder:
+    """Emit text for new tokens from a token -> bytes table; no tokenizer call per token.
+
+    Bytes of a character split across tokens are held until the character is complete.
+    """
+
+    def __init__(self, token_bytes: TokenBytes) -> None:
+        self._table = token_bytes.table
+        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._strip = token_bytes.strip_leading_space
+        self._started = False
+
+    def push(self, token_id: int) -> str:
+        text = self._utf8.decode(self._table[token_id] if token_id < len(self._table) else b"")
+        if not self._started and text:
+            self._started = True
+            if self._strip and text.startswith(" "):
+                text = text[1:]
+        return text
+
+    def flush(self) -> str:
+        return self._utf8.decode(b"", final=True)
+
+
 class IncrementalDecoder:
-    """Emit text for new tokens once it is complete.
+    """Emit text for new tokens once it is complete, decoding through the tokenizer.
 
     Decoding a window that starts a few tokens back keeps tokenizer-specific joins (spaces,
     byte-level merges) right, and text ending in U+FFFD is held back until the bytes that

@@ -30,6 +30,7 @@ from .openai_types import (
     EmbeddingUsage,
     UsageExtra,
 )
+from .token_bytes import TokenBytes
 from .validation import parse_request
 
 # Fields of seed 004 that later issues implement; until then they are refused, never ignored.
@@ -47,6 +48,7 @@ class Engine:
         self._interrupt_epoch = 0
         self._cancelled: set[str] = set()
         self._active: set[str] = set()
+        self._token_bytes: dict[str, TokenBytes | None] = {}
         self.device = "wasm"
 
     # ---- lifecycle -----------------------------------------------------------------------------
@@ -63,6 +65,8 @@ class Engine:
             info = await self.backend.load_model(model_id, device, progress)
             self.models[model_id] = info
             self._locks[model_id] = asyncio.Lock()
+            if info.kind == "chat":
+                self._token_bytes[model_id] = self.backend.token_bytes(model_id)
         return list(self.models.values())
 
     async def unload(self) -> None:
@@ -71,6 +75,7 @@ class Engine:
                 await self.backend.unload_model(model_id)
             del self.models[model_id]
             del self._locks[model_id]
+            self._token_bytes.pop(model_id, None)
 
     def interrupt(self) -> None:
         """End every running generation at its next token with finish_reason ``abort``."""
@@ -155,7 +160,8 @@ class Engine:
         try:
             async with self._locks[info.model_id]:
                 cancelled = self._cancel_check(key)
-                async for text, token_ids in generate(self.backend, info, ids, params, stats, cancelled):
+                async for text, token_ids in generate(self.backend, info, ids, params, stats, cancelled,
+                                                      self._token_bytes.get(info.model_id)):
                     yield chunk([ChunkChoice(index=0, delta=Delta(role="assistant", content=text),
                                              token_ids=token_ids if with_ids else None)])
                 usage = _usage(stats)

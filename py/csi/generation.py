@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from .backend import Backend, ModelInfo, SamplingParams
-from .detokenize import IncrementalDecoder
+from .detokenize import ByteDecoder, IncrementalDecoder
 from .stop_text import StopMatcher
+from .token_bytes import TokenBytes
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ async def generate(
     params: GenerationParams,
     stats: GenerationStats,
     cancelled: Callable[[], bool] = lambda: False,
+    token_bytes: TokenBytes | None = None,
 ) -> AsyncIterator[tuple[str, list[int]]]:
     """Yield ``(text, token_ids)`` deltas of the reply to ``prompt_ids``; ``stats`` says how it ended.
 
@@ -68,7 +70,9 @@ async def generate(
     room = model.context_length - len(prompt_ids)
     limit = room if params.max_tokens is None else min(params.max_tokens, room)
     eos = set() if params.ignore_eos else set(model.eos_token_ids)
-    decoder = IncrementalDecoder(lambda ids: backend.decode(model.model_id, ids))
+    decoder: ByteDecoder | IncrementalDecoder = (
+        ByteDecoder(token_bytes) if token_bytes is not None
+        else IncrementalDecoder(lambda ids: backend.decode(model.model_id, ids)))
     stopper = StopMatcher(list(params.stop))
 
     backend.reset(model.model_id)

@@ -5,6 +5,7 @@ The only module of ``csi`` that imports ``pyodide``; the worker imports it, noth
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -13,7 +14,74 @@ from pyodide.ffi import JsException, create_proxy, to_js
 from .backend import Embeddings, ModelInfo, ProgressFn, SamplingParams
 from .engine import Engine
 from .errors import InternalError, ModelLoadError
+from .token_bytes import TokenBytes, build_token_bytes
 from .worker_app import Post, WorkerApp
+
+
+class _EagerFuture:
+    """A future whose waiter resumes inside ``set_result`` instead of one event-loop turn later.
+
+    Awaiting a JS promise (or an ``asyncio.Future`` set from JS) costs a browser task per token
+    (about 70 us here); the decode loop awaits one of these per token, so the bridge's callback
+    resumes it directly. asyncio's Task accepts any object with this future protocol.
+    """
+
+    _asyncio_future_blocking = False
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._callbacks: list[tuple[Any, Any]] = []
+        self._done = False
+        self._result = 0
+        self._exception: BaseException | None = None
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def add_done_callback(self, fn: Any, *, context: Any = None) -> None:
+        if self._done:
+            self._loop.call_soon(fn, self, context=context)
+        else:
+            self._callbacks.append((fn, context))
+
+    def remove_done_callback(self, fn: Any) -> int:
+        before = len(self._callbacks)
+        self._callbacks = [c for c in self._callbacks if c[0] is not fn]
+        return before - len(self._callbacks)
+
+    def cancel(self, msg: Any = None) -> bool:
+        return False  # a forward pass cannot be cancelled half-way; the loop stops after it
+
+    def cancelled(self) -> bool:
+        return False
+
+    def done(self) -> bool:
+        return self._done
+
+    def result(self) -> int:
+        if self._exception is not None:
+            raise self._exception
+        return self._result
+
+    def exception(self) -> BaseException | None:
+        return self._exception
+
+    def _settle(self, result: int, exception: BaseException | None) -> None:
+        if self._done:
+            return
+        self._done, self._result, self._exception = True, result, exception
+        callbacks, self._callbacks = self._callbacks, []
+        for fn, context in callbacks:
+            if context is None:
+                fn(self)
+            else:
+                context.run(fn, self)
+
+    def __await__(self) -> Any:
+        if not self._done:
+            self._asyncio_future_blocking = True
+            yield self
+        return self.result()
 
 
 class PyodideBackend:
@@ -21,6 +89,20 @@ class PyodideBackend:
 
     def __init__(self, bridge: Any) -> None:
         self._bridge = bridge
+        self._steps: dict[int, _EagerFuture] = {}
+        self._ticket = 0
+        self._callbacks = (create_proxy(self._on_token), create_proxy(self._on_step_error))
+        bridge.setStepCallbacks(*self._callbacks)
+
+    def _on_token(self, ticket: int, token: int) -> None:
+        future = self._steps.pop(ticket, None)
+        if future is not None:
+            future._settle(int(token), None)
+
+    def _on_step_error(self, ticket: int, message: str) -> None:
+        future = self._steps.pop(ticket, None)
+        if future is not None:
+            future._settle(0, InternalError(f"forward pass failed: {message}"))
 
     async def load_model(self, model_id: str, device: str, progress: ProgressFn | None) -> ModelInfo:
         def on_progress(p: Any) -> None:
@@ -60,11 +142,22 @@ class PyodideBackend:
     def set_sampling(self, model_id: str, params: SamplingParams) -> None:
         self._bridge.setSampling(model_id, json.dumps(params.to_dict()))
 
+    def token_bytes(self, model_id: str) -> TokenBytes | None:
+        spec = json.loads(self._bridge.tokenTable(model_id))
+        return build_token_bytes(spec["decoder"], spec["vocab"], [tuple(a) for a in spec["added"]])
+
     async def step(self, model_id: str, ids: list[int]) -> int:
+        self._ticket += 1
+        ticket = self._ticket
+        future = _EagerFuture(asyncio.get_running_loop())
+        self._steps[ticket] = future
         try:
-            return int(await self._bridge.step(model_id, to_js(ids)))
+            # one token (every decode step) crosses as a plain number: no list conversion
+            self._bridge.stepAsync(model_id, ids[0] if len(ids) == 1 else to_js(ids), ticket)
         except JsException as exc:
+            self._steps.pop(ticket, None)
             raise InternalError(f"forward pass failed: {exc.message}") from None
+        return await future
 
     async def embed(self, model_id: str, texts: list[str]) -> Embeddings:
         try:

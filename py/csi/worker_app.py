@@ -66,8 +66,9 @@ class WorkerApp:
         if kind == "chat":
             request = msg.get("request")
             if isinstance(request, dict) and request.get("stream"):
+                head = '{"id":' + json.dumps(request_id) + ',"type":"chunk","chunk":'
                 async for chunk in engine.chat_completion_stream(request, request_id):
-                    self.send({"id": request_id, "type": "chunk", "chunk": chunk.model_dump(mode="json")})
+                    self._post(head + chunk.model_dump_json() + "}")
                 return None
             return (await engine.chat_completion(request, request_id)).model_dump(mode="json")  # type: ignore[arg-type]
         if kind == "embeddings":
