@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 from conftest import MODELS
@@ -54,11 +57,15 @@ def test_seeded_sampling_equals_the_cpython_backend(engine_page):
                "max_tokens": 32, "return_token_ids": True}
     browser = chat(engine_page, request)["choices"][0]["token_ids"]
     assert chat(engine_page, request)["choices"][0]["token_ids"] == browser
-    import asyncio
 
-    engine = Engine(CPythonBackend(MODELS))
-    asyncio.run(engine.load(["tiny-chat"]))
-    cpython = asyncio.run(engine.chat_completion(request)).choices[0].token_ids
+    async def on_cpython():
+        engine = Engine(CPythonBackend(MODELS))
+        await engine.load(["tiny-chat"])
+        return (await engine.chat_completion(request)).choices[0].token_ids
+
+    # Playwright's sync API owns this thread's event loop: run the reference in another thread
+    with ThreadPoolExecutor(1) as pool:
+        cpython = pool.submit(asyncio.run, on_cpython()).result()
     assert browser == cpython
 
 
