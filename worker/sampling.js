@@ -88,8 +88,12 @@ export function candidates(logits, p) {
   if (ids.length > k) ids.length = k;
   let keep = ids.length;
   if (topP < 1) {
-    let kMass = 0;
-    for (const id of ids) kMass += weights[id];
+    // top-p applies to the distribution top-k left (all of it when top-k is off)
+    let kMass = total;
+    if (k < n) {
+      kMass = 0;
+      for (const id of ids) kMass += weights[id];
+    }
     let acc = 0;
     for (let j = 0; j < ids.length; j++) {
       acc += weights[ids[j]];
