@@ -7,9 +7,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from conftest import MODELS
+
 from csi.cpython_backend import CPythonBackend
 from csi.engine import Engine
+
+from conftest import MODELS
 from prompts import PROMPTS
 from reference import hf_greedy_ids, hf_prompt_ids, sentence_transformer
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from conftest import LOCAL_PREFIXES
 
 pytestmark = pytest.mark.browser

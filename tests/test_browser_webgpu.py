@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from conftest import CHROMIUM, CHROMIUM_ARGS, open_engine_page
 from prompts import PROMPTS
 from reference import hf_greedy_ids

@@ -6,12 +6,14 @@ import asyncio
 import json
 
 import pytest
+
 from csi.detokenize import IncrementalDecoder
 from csi.engine import Engine
 from csi.errors import ContextWindowExceededError, InvalidInputError, ModelNotSupportedError
 from csi.openai_types import ChatCompletionChunk
 from csi.stop_text import StopMatcher
 from csi.worker_app import WorkerApp
+
 from fake_backend import EOS, ScriptedBackend
 
 VOCAB = [b"<eos>", b"Hello", b" world", b"!", b" \xe2\x82", b"\xac", b" END", b"D", b" more"]

@@ -9,17 +9,19 @@ import subprocess
 import numpy as np
 import pytest
 import torch
-from conftest import MODELS, ROOT
-from csi.backend import SamplingParams
-from csi.cpython_backend import CPythonBackend, Mulberry32, candidates
-from csi.engine import Engine
-from prompts import PROMPTS
-from reference import hf_greedy_ids, hf_next_logits, hf_prompt_ids, sentence_transformer
 from transformers.generation.logits_process import (
     TemperatureLogitsWarper,
     TopKLogitsWarper,
     TopPLogitsWarper,
 )
+
+from csi.backend import SamplingParams
+from csi.cpython_backend import CPythonBackend, Mulberry32, candidates
+from csi.engine import Engine
+
+from conftest import MODELS, ROOT
+from prompts import PROMPTS
+from reference import hf_greedy_ids, hf_next_logits, hf_prompt_ids, sentence_transformer
 
 GREEDY_TOKENS = 40
 
