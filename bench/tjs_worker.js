@@ -1,19 +1,10 @@
 // Benchmark baseline: transformers.js's own greedy `model.generate` in a module worker, on the
 // same model files, the same ORT runtime and the same thread settings as csi-web's worker.
 
-import { AutoModelForCausalLM, AutoTokenizer, env } from "../vendor/transformers/transformers.js";
+import { AutoModelForCausalLM, AutoTokenizer } from "../vendor/transformers/transformers.js";
+import { configureRuntime } from "../worker/runtime_env.js";
 
-const SITE = new URL("../", import.meta.url);
-env.allowLocalModels = true;
-env.allowRemoteModels = false;
-env.localModelPath = new URL("models/", SITE).pathname;
-env.backends.onnx.wasm.wasmPaths = {
-  mjs: new URL("vendor/ort/ort-wasm-simd-threaded.asyncify.mjs", SITE).href,
-  wasm: new URL("vendor/ort/ort-wasm-simd-threaded.asyncify.wasm", SITE).href,
-};
-env.backends.onnx.wasm.numThreads = self.crossOriginIsolated
-  ? Math.max(1, Math.min(4, (navigator.hardwareConcurrency || 2) - 1))
-  : 1;
+configureRuntime().allowRemoteModels = false;
 
 let tokenizer;
 let model;

@@ -7,24 +7,15 @@ import {
   AutoModelForCausalLM,
   AutoTokenizer,
   Tensor,
-  env,
   pipeline,
 } from "../vendor/transformers/transformers.js";
+import { configureRuntime } from "./runtime_env.js";
 import { makeRng, sample } from "./sampling.js";
 
-const SITE = new URL("../", import.meta.url);
 /** Models built into the site: served from /models/<id>/, full precision. */
 export const BUILTIN_MODELS = ["tiny-chat", "all-minilm-l6-v2"];
 
-env.allowLocalModels = true;
-env.localModelPath = new URL("models/", SITE).pathname;
-env.backends.onnx.wasm.wasmPaths = {
-  mjs: new URL("vendor/ort/ort-wasm-simd-threaded.asyncify.mjs", SITE).href,
-  wasm: new URL("vendor/ort/ort-wasm-simd-threaded.asyncify.wasm", SITE).href,
-};
-env.backends.onnx.wasm.numThreads = self.crossOriginIsolated
-  ? Math.max(1, Math.min(4, (navigator.hardwareConcurrency || 2) - 1))
-  : 1;
+configureRuntime();
 
 const CAUSAL_ARCH = /(ForCausalLM|LMHeadModel)$/;
 

@@ -7,10 +7,10 @@ This module needs numpy and onnxruntime; the browser wheel leaves it out.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
+from json import loads
 from pathlib import Path
 from typing import Any
 
@@ -113,8 +113,8 @@ class CPythonBackend:
         folder = self.models_dir / model_id
         if not (folder / "config.json").exists():
             raise ModelLoadError(f"could not load model {model_id!r}: no {folder}/config.json", "model")
-        config = json.loads((folder / "config.json").read_text())
-        tok_config = json.loads((folder / "tokenizer_config.json").read_text())
+        config = loads((folder / "config.json").read_text())
+        tok_config = loads((folder / "tokenizer_config.json").read_text())
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         options = ort.SessionOptions()
         options.log_severity_level = 3
@@ -135,7 +135,7 @@ class CPythonBackend:
                 token_bytes=_token_bytes(folder / "tokenizer.json"),
             )
             gen_path = folder / "generation_config.json"
-            gen = json.loads(gen_path.read_text()) if gen_path.exists() else {}
+            gen = loads(gen_path.read_text()) if gen_path.exists() else {}
             eos = [gen.get("eos_token_id"), config.get("eos_token_id")]
             eos_ids = sorted({e for x in eos for e in (x if isinstance(x, list) else [x]) if isinstance(e, int)})
             return ModelInfo(model_id, "chat", int(config.get("max_position_embeddings", 2048)),
@@ -215,7 +215,7 @@ class CPythonBackend:
 
 
 def _token_bytes(path: Path) -> TokenBytes | None:
-    spec = json.loads(path.read_text())
+    spec = loads(path.read_text())
     vocab_spec = spec["model"]["vocab"]
     if isinstance(vocab_spec, dict):
         vocab: list[str | None] = [None] * (max(vocab_spec.values(), default=-1) + 1)

@@ -9,9 +9,9 @@ request; ``null`` after a stream) or ``{id, type: "error", error: {name, message
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
+from json import dumps, loads
 from typing import Any
 
 from .engine import Engine
@@ -28,7 +28,7 @@ class WorkerApp:
         self._post = post
 
     def send(self, message: dict[str, Any]) -> None:
-        self._post(json.dumps(message, separators=(",", ":")))
+        self._post(dumps(message, separators=(",", ":")))
 
     def interrupt(self) -> None:
         self.engine.interrupt()
@@ -40,7 +40,7 @@ class WorkerApp:
         """Serve one message; every request ends with exactly one ``result`` or ``error``."""
         request_id = None
         try:
-            msg = json.loads(raw)
+            msg = loads(raw)
             if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
                 raise InvalidInputError("a message must be an object with a string `type`", "type")
             request_id = msg.get("id")
@@ -66,7 +66,7 @@ class WorkerApp:
         if kind == "chat":
             request = msg.get("request")
             if isinstance(request, dict) and request.get("stream"):
-                head = '{"id":' + json.dumps(request_id) + ',"type":"chunk","chunk":'
+                head = '{"id":' + dumps(request_id) + ',"type":"chunk","chunk":'
                 async for chunk in engine.chat_completion_stream(request, request_id):
                     self._post(head + chunk.model_dump_json() + "}")
                 return None

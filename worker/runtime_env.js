@@ -1,0 +1,21 @@
+// transformers.js / onnxruntime-web settings shared by everything that runs models on this site:
+// models and the ORT runtime come from the site itself, never from a CDN.
+
+import { env } from "../vendor/transformers/transformers.js";
+
+const SITE = new URL("../", import.meta.url);
+
+/** Point transformers.js at /models/ and at the site's own ORT runtime files; pick threads. */
+export function configureRuntime() {
+  env.allowLocalModels = true;
+  env.localModelPath = new URL("models/", SITE).pathname;
+  env.backends.onnx.wasm.wasmPaths = {
+    mjs: new URL("vendor/ort/ort-wasm-simd-threaded.asyncify.mjs", SITE).href,
+    wasm: new URL("vendor/ort/ort-wasm-simd-threaded.asyncify.wasm", SITE).href,
+  };
+  // Threads need cross-origin isolation; leave one core to the page and to Python.
+  env.backends.onnx.wasm.numThreads = self.crossOriginIsolated
+    ? Math.max(1, Math.min(4, (navigator.hardwareConcurrency || 2) - 1))
+    : 1;
+  return env;
+}
