@@ -36,12 +36,12 @@ async ([messages, tokens, rounds]) => {
   });
   const tjsLoad = await ask({type: 'load', model: 'tiny-chat', device: 'wasm'});
 
-  async function ours() {
+  async function ours(extra = {}) {
     const start = performance.now();
     const stamps = [];
     let usage = null;
     const s = await engine.chat.completions.create({messages, stream: true, temperature: 0, ignore_eos: true,
-      max_tokens: tokens, stream_options: {include_usage: true}, return_token_ids: true});
+      max_tokens: tokens, stream_options: {include_usage: true}, return_token_ids: true, ...extra});
     let n = 0;
     for await (const c of s) {
       for (const ch of c.choices) {
@@ -65,13 +65,34 @@ async ([messages, tokens, rounds]) => {
             decode_tokens_per_s: (s.length - 1) / ((s.at(-1) - s[0]) / 1000)};
   }
 
-  for (let i = 0; i < 3; i++) { await ours(); await theirs(); await theirsStreamed(); }  // warm-up (JIT tiers)
-  const runs = {csi_web: [], transformers_js: [], transformers_js_streamed: []};
+  const full = {top_p: 0.9, temperature: 0.7, seed: 1, stop: ['<<never>>', '\n\n\n\n'], logprobs: true,
+                top_logprobs: 5};
+  for (let i = 0; i < 3; i++) { await ours(); await ours(full); await theirs(); await theirsStreamed(); }  // warm-up
+  const runs = {csi_web: [], csi_web_full: [], transformers_js: [], transformers_js_streamed: [], raw: []};
   for (let i = 0; i < rounds; i++) {
     runs.csi_web.push(await ours());
+    runs.csi_web_full.push(await ours(full));
     runs.transformers_js.push(await theirs());
     runs.transformers_js_streamed.push(await theirsStreamed());
+    runs.raw.push(await ask({type: 'raw', messages, tokens}));
   }
+
+  // second turn: time to first token with the prefix cache, and after resetChat() without it
+  const first = await engine.chat.completions.create({messages, temperature: 0, max_tokens: 64, ignore_eos: true});
+  const second = [...messages, {role: 'assistant', content: first.choices[0].message.content},
+                  {role: 'user', content: 'And what does json.loads do? Explain it in detail, please.'}];
+  const turn = {warm: [], cold: [], cached_tokens: 0, prompt_tokens: 0};
+  for (let i = 0; i < rounds; i++) {
+    await engine.chat.completions.create({messages, temperature: 0, max_tokens: 64, ignore_eos: true});
+    const w = await engine.chat.completions.create({messages: second, temperature: 0, max_tokens: 2});
+    turn.warm.push(w.usage.extra.time_to_first_token_s);
+    turn.cached_tokens = w.usage.prompt_tokens_details.cached_tokens;
+    turn.prompt_tokens = w.usage.prompt_tokens;
+    await engine.resetChat();
+    const c = await engine.chat.completions.create({messages: second, temperature: 0, max_tokens: 2});
+    turn.cold.push(c.usage.extra.time_to_first_token_s);
+  }
+  runs.second_turn = turn;
   return {cold_start_s: cold, boot, tjs_load_s: tjsLoad.load_s, isolated: self.crossOriginIsolated,
           threads: navigator.hardwareConcurrency, runs};
 }
@@ -98,6 +119,9 @@ def run_bench(dist: Path) -> int:
 
     ours, theirs = med("csi_web", "decode_tokens_per_s"), med("transformers_js", "decode_tokens_per_s")
     streamed = med("transformers_js_streamed", "decode_tokens_per_s")
+    full = med("csi_web_full", "decode_tokens_per_s")
+    raw_ms = statistics.median(r["raw_forward_ms"] for r in raw["runs"]["raw"])
+    turn = raw["runs"].pop("second_turn")
     result = {
         "model": "tiny-chat",
         "device": "wasm",
@@ -114,6 +138,14 @@ def run_bench(dist: Path) -> int:
                                   "transformers_js": med("transformers_js", "ttft_s"),
                                   "transformers_js_streamed_to_page": med("transformers_js_streamed", "ttft_s")},
         "engine_reported_decode_tokens_per_s": med("csi_web", "engine_decode_tokens_per_s"),
+        "with_top_p_stop_logprobs": {"csi_web_decode_tokens_per_s": full,
+                                     "ratio_vs_transformers_js_greedy": full / theirs},
+        "per_token_ms": {"csi_web_full_stack": 1000 / ours, "raw_forward": raw_ms,
+                         "overhead": 1000 / ours - raw_ms, "transformers_js_generate": 1000 / theirs},
+        "second_turn_time_to_first_token_s": {
+            "with_prefix_cache": statistics.median(turn["warm"]),
+            "without_prefix_cache": statistics.median(turn["cold"]),
+            "cached_tokens": turn["cached_tokens"], "prompt_tokens": turn["prompt_tokens"]},
         "cold_start_s": {"total": raw["cold_start_s"], **raw["boot"],
                          "model_and_rest": raw["cold_start_s"] - sum(raw["boot"].values())},
         "transformers_js_model_load_s": raw["tjs_load_s"],

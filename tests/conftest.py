@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,13 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 LOCAL_PREFIXES = ("http://127.0.0.1:", "blob:", "data:")
+
+
+def run_async(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run a coroutine to completion in a thread of its own: once a browser test has started
+    Playwright's sync API, this thread's event loop belongs to Playwright."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 @pytest.fixture(scope="session")
@@ -44,15 +53,19 @@ class EnginePage:
 
     def call(self, script: str, arg: Any = None, timeout: float = 120_000) -> Any:
         """Evaluate an async function body `(engine, arg) => ...`; engine errors come back as dicts."""
-        self.page.set_default_timeout(timeout)
-        return self.page.evaluate(
-            """async ([body, arg]) => {
+        # page.evaluate itself never times out: a hang in the worker must fail the test, not block it
+        out = self.page.evaluate(
+            """async ([body, arg, ms]) => {
                  const fn = new Function('engine', 'arg', `return (async () => { ${body} })()`);
-                 try { return {ok: true, value: await fn(window.engine, arg)}; }
+                 const timeout = new Promise((_, reject) => setTimeout(
+                   () => reject(Object.assign(new Error(`no answer within ${ms} ms`), {name: 'TestTimeout'})), ms));
+                 try { return {ok: true, value: await Promise.race([fn(window.engine, arg), timeout])}; }
                  catch (e) { return {ok: false, error: {name: e.name, message: e.message, param: e.param ?? null}}; }
                }""",
-            [script, arg],
+            [script, arg, timeout],
         )
+        assert out["ok"] or out["error"]["name"] != "TestTimeout", out["error"]["message"]
+        return out
 
     def ok(self, script: str, arg: Any = None, timeout: float = 120_000) -> Any:
         out = self.call(script, arg, timeout)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from csi.backend import Embeddings, ModelInfo, ProgressFn, SamplingParams
+from csi.backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult
 
 EOS = 0
 
@@ -16,6 +16,7 @@ class ScriptedBackend:
         self.context_length = context_length
         self.fed: list[list[int]] = []
         self.sampling: SamplingParams | None = None
+        self.cache: list[int] = []
         self._pos = 0
 
     async def load_model(self, model_id: str, device: str, progress: ProgressFn | None) -> ModelInfo:
@@ -30,7 +31,7 @@ class ScriptedBackend:
     def apply_chat_template(self, model_id: str, messages: list[dict[str, str]]) -> list[int]:
         return [1] * sum(len(m["content"]) + 2 for m in messages)
 
-    def encode(self, model_id: str, text: str) -> list[int]:
+    def encode(self, model_id: str, text: str, add_special_tokens: bool = False) -> list[int]:
         return [1] * len(text)
 
     def decode(self, model_id: str, ids: list[int]) -> str:
@@ -39,17 +40,23 @@ class ScriptedBackend:
     def token_bytes(self, model_id: str) -> None:
         return None  # decode through the backend, like a tokenizer with an unknown decoder
 
-    def reset(self, model_id: str) -> None:
-        self._pos = 0
+    def truncate(self, model_id: str, n: int) -> int:
+        self._pos = 0  # each request replays the script from its start
+        self.cache = self.cache[:n]
+        return len(self.cache)
 
     def set_sampling(self, model_id: str, params: SamplingParams) -> None:
         self.sampling = params
 
-    async def step(self, model_id: str, ids: list[int]) -> int:
+    def next_choice(self, model_id: str) -> None:
+        pass
+
+    async def step(self, model_id: str, ids: list[int]) -> StepResult:
         self.fed.append(list(ids))
+        self.cache += ids
         token = self.script[min(self._pos, len(self.script) - 1)]
         self._pos += 1
-        return token
+        return StepResult(token)
 
     async def embed(self, model_id: str, texts: list[str]) -> Embeddings:
         return Embeddings([[1.0, 0.0] for _ in texts], sum(len(t) for t in texts), 2)

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pytest
 
 from csi.cpython_backend import CPythonBackend
 from csi.engine import Engine
 
-from conftest import MODELS
+from conftest import MODELS, run_async
 from prompts import PROMPTS
 from reference import hf_greedy_ids, hf_prompt_ids, sentence_transformer
 
@@ -65,9 +62,7 @@ def test_seeded_sampling_equals_the_cpython_backend(engine_page):
         await engine.load(["tiny-chat"])
         return (await engine.chat_completion(request)).choices[0].token_ids
 
-    # Playwright's sync API owns this thread's event loop: run the reference in another thread
-    with ThreadPoolExecutor(1) as pool:
-        cpython = pool.submit(asyncio.run, on_cpython()).result()
+    cpython = run_async(on_cpython())
     assert browser == cpython
 
 
@@ -153,3 +148,66 @@ def test_load_reported_progress_with_stage_file_and_bytes(engine_page):
     assert max(p["loaded"] for p in model_files) == max(p["total"] for p in model_files) > 100_000
     fractions = [p["progress"] for p in progress]
     assert fractions[-1] == 1 and all(0 <= f <= 1 for f in fractions)
+
+
+def test_greedy_logprobs_match_torch_in_the_browser(engine_page):
+    from sampling_reference import log_softmax
+
+    from reference import hf_next_logits
+
+    reply = chat(engine_page, {"messages": PROMPTS[1], "temperature": 0, "max_tokens": 10, "logprobs": True,
+                               "top_logprobs": 4, "return_token_ids": True, "ignore_eos": True})
+    prompt, generated = reply["prompt_token_ids"], reply["choices"][0]["token_ids"]
+    for i, entry in enumerate(reply["choices"][0]["logprobs"]["content"]):
+        ref = log_softmax(hf_next_logits(prompt + generated[:i]))
+        assert abs(entry["logprob"] - ref[generated[i]]) < 1e-3
+        top = np.argsort(-ref, kind="stable")[:4]
+        assert [t["logprob"] for t in entry["top_logprobs"]] == pytest.approx(ref[top].tolist(), abs=1e-3)
+
+
+def test_n_streams_indexed_choices_with_penalties(engine_page):
+    chunks = stream(engine_page, {"messages": PROMPTS[0], "n": 3, "seed": 5, "temperature": 1.0, "max_tokens": 10,
+                                  "frequency_penalty": 0.5, "presence_penalty": 0.3, "repetition_penalty": 1.2,
+                                  "logit_bias": {"16": -100}, "return_token_ids": True,
+                                  "stream_options": {"include_usage": True}})
+    by_index: dict[int, list[int]] = {}
+    for c in chunks:
+        for ch in c["choices"]:
+            by_index.setdefault(ch["index"], []).extend(ch.get("token_ids") or [])
+    assert sorted(by_index) == [0, 1, 2]
+    assert all(16 not in ids for ids in by_index.values())
+    assert chunks[-1]["usage"]["completion_tokens"] == sum(len(v) for v in by_index.values())
+
+
+def test_second_turn_prefill_processes_only_new_tokens(engine_page):
+    first = [{"role": "user", "content": "Tell me about os.path.join."}]
+    r1 = chat(engine_page, {"messages": first, "temperature": 0, "max_tokens": 16})
+    second = [*first, {"role": "assistant", "content": r1["choices"][0]["message"]["content"]},
+              {"role": "user", "content": "Thanks. And os.path.split?"}]
+    warm = chat(engine_page, {"messages": second, "temperature": 0, "max_tokens": 16, "return_token_ids": True})
+    engine_page.ok("await engine.resetChat();")
+    cold = chat(engine_page, {"messages": second, "temperature": 0, "max_tokens": 16, "return_token_ids": True})
+    assert 0 < warm["usage"]["prompt_tokens_details"]["cached_tokens"] < warm["usage"]["prompt_tokens"]
+    assert cold["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+    assert warm["choices"][0]["token_ids"] == cold["choices"][0]["token_ids"]
+
+
+def test_the_four_faces_agree_in_the_browser(engine_page):
+    prompt = "The json module"
+    out = engine_page.ok(
+        """const p = arg;
+           const oa = await engine.completions.create({prompt: p, temperature: 0, max_tokens: 12});
+           const [csi] = await engine.csi.complete([{model: 'tiny-chat', prompt: p,
+                                                     params: {temperature: 0, max_tokens: 12, stop: [],
+                                                              logprobs: 'sampled'}}]);
+           const spin = await engine.llm.infer('tiny-chat', p, {temperature: 0, max_tokens: 12,
+                                                                repeat_penalty: 1.0, top_k: 0, top_p: 1.0});
+           const remote = await engine.remote.generate({api_key: '', prompts: [p], stop: []});
+           const type = await engine.remote.getLlmType({api_key: ''});
+           return {oa: oa.choices[0].text, csi: csi.text, spin: spin.text, usage: spin.usage,
+                   remote: remote.generations[0].generations[0].text, type,
+                   bytes: csi.logprobs[0].sampled.token instanceof Uint8Array};""",
+        prompt,
+    )
+    assert out["oa"] == out["csi"] == out["spin"] and out["remote"].startswith(out["oa"])
+    assert out["bytes"] and out["type"] == {"llm_type": "csi-web:tiny-chat"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -14,14 +13,14 @@ from csi.openai_types import ChatCompletionChunk
 from csi.stop_text import StopMatcher
 from csi.worker_app import WorkerApp
 
+from conftest import run_async
 from fake_backend import EOS, ScriptedBackend
 
 VOCAB = [b"<eos>", b"Hello", b" world", b"!", b" \xe2\x82", b"\xac", b" END", b"D", b" more"]
 USER = [{"role": "user", "content": "hi"}]
 
 
-def run(coro):
-    return asyncio.run(coro)
+run = run_async
 
 
 def make_engine(script: list[int], context_length: int = 64) -> Engine:
@@ -167,8 +166,17 @@ def test_interrupt_and_cancel_end_with_abort_and_free_the_model():
         ({"messages": USER, "bogus": 1}, "bogus"),
         ({"messages": USER, "stream_options": {"include_usage": True}}, "stream_options"),
         ({"messages": [{"role": "assistant", "content": "x"}]}, "messages"),
-        ({"messages": USER, "logit_bias": {"5": 1}}, "logit_bias"),
-        ({"messages": USER, "n": 2}, "n"),
+        ({"messages": USER, "logit_bias": {"99999": 1}}, "logit_bias"),
+        ({"messages": USER, "logit_bias": {"abc": 1}}, "logit_bias"),
+        ({"messages": USER, "logit_bias": {"3": 101}}, "logit_bias.3"),
+        ({"messages": USER, "n": 0}, "n"),
+        ({"messages": USER, "top_logprobs": 3}, "top_logprobs"),
+        ({"messages": USER, "logprobs": True, "top_logprobs": 21}, "top_logprobs"),
+        ({"messages": USER, "frequency_penalty": 2.5}, "frequency_penalty"),
+        ({"messages": USER, "presence_penalty": -3}, "presence_penalty"),
+        ({"messages": USER, "repetition_penalty": 0}, "repetition_penalty"),
+        ({"messages": USER, "tools": [{"type": "function"}]}, "tools"),
+        ({"messages": USER, "stop": 5}, "stop"),
     ],
 )
 def test_bad_requests_raise_typed_errors_naming_the_field(request_, param):

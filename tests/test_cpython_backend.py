@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 
@@ -19,7 +18,7 @@ from csi.backend import SamplingParams
 from csi.cpython_backend import CPythonBackend, Mulberry32, candidates
 from csi.engine import Engine
 
-from conftest import MODELS, ROOT
+from conftest import MODELS, ROOT, run_async
 from prompts import PROMPTS
 from reference import hf_greedy_ids, hf_next_logits, hf_prompt_ids, sentence_transformer
 
@@ -29,13 +28,13 @@ GREEDY_TOKENS = 40
 @pytest.fixture(scope="module")
 def engine() -> Engine:
     eng = Engine(CPythonBackend(MODELS))
-    asyncio.run(eng.load(["tiny-chat", "all-minilm-l6-v2"]))
+    run_async(eng.load(["tiny-chat", "all-minilm-l6-v2"]))
     return eng
 
 
 @pytest.mark.parametrize("messages", PROMPTS)
 def test_greedy_ids_equal_hf_transformers(engine, messages):
-    reply = asyncio.run(engine.chat_completion(
+    reply = run_async(engine.chat_completion(
         {"messages": messages, "temperature": 0, "max_tokens": GREEDY_TOKENS, "return_token_ids": True}))
     assert reply.prompt_token_ids == hf_prompt_ids(messages)
     assert reply.choices[0].token_ids == hf_greedy_ids(messages, GREEDY_TOKENS)
@@ -44,7 +43,7 @@ def test_greedy_ids_equal_hf_transformers(engine, messages):
 def test_one_token_decode_steps_match_torch(engine):
     backend: CPythonBackend = engine.backend  # type: ignore[assignment]
     ids = hf_prompt_ids(PROMPTS[0])
-    backend.reset("tiny-chat")
+    backend.truncate("tiny-chat", 0)
     logits = backend.forward("tiny-chat", ids)
     for _ in range(12):
         ref = hf_next_logits(ids)
@@ -75,9 +74,9 @@ def test_candidates_match_hf_logits_warpers(params):
 
 def test_seeded_sampling_is_reproducible_and_seed_dependent(engine):
     req = {"messages": PROMPTS[0], "temperature": 1.0, "top_p": 0.95, "max_tokens": 24, "return_token_ids": True}
-    a = asyncio.run(engine.chat_completion({**req, "seed": 7})).choices[0].token_ids
-    b = asyncio.run(engine.chat_completion({**req, "seed": 7})).choices[0].token_ids
-    c = asyncio.run(engine.chat_completion({**req, "seed": 8})).choices[0].token_ids
+    a = run_async(engine.chat_completion({**req, "seed": 7})).choices[0].token_ids
+    b = run_async(engine.chat_completion({**req, "seed": 7})).choices[0].token_ids
+    c = run_async(engine.chat_completion({**req, "seed": 8})).choices[0].token_ids
     assert a == b and a != c
 
 
@@ -111,7 +110,7 @@ def test_candidates_are_the_ones_in_worker_sampling_js(params):
 
 def test_embeddings_match_sentence_transformers(engine):
     texts = ["The cat sits on the mat.", "Ein Hund läuft im Park.", "quantum chromodynamics", "a"]
-    out = asyncio.run(engine.embeddings({"input": texts, "model": "all-minilm-l6-v2"}))
+    out = run_async(engine.embeddings({"input": texts, "model": "all-minilm-l6-v2"}))
     ours = np.array([d.embedding for d in out.data])
     ref = sentence_transformer().encode(texts, normalize_embeddings=True)
     cos = (ours * ref).sum(axis=1) / np.linalg.norm(ours, axis=1) / np.linalg.norm(ref, axis=1)

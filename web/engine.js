@@ -91,6 +91,17 @@ class Stream {
   }
 }
 
+/** CSI results carry token bytes as `list<u8>`: on the page they are Uint8Arrays. */
+function bytesToArrays(results) {
+  for (const r of results) {
+    for (const d of r.logprobs ?? []) {
+      d.sampled.token = Uint8Array.from(d.sampled.token);
+      for (const t of d.top) t.token = Uint8Array.from(t.token);
+    }
+  }
+  return results;
+}
+
 export class WebWorkerEngine {
   /** @param {Worker} worker @param {EngineConfig} config */
   constructor(worker, config = {}) {
@@ -108,8 +119,24 @@ export class WebWorkerEngine {
       this.pending.clear();
     });
 
-    this.chat = { completions: { create: (request) => this.createChatCompletion(request) } };
+    this.chat = { completions: { create: (request) => this.createStreamable("chat", request) } };
+    this.completions = { create: (request) => this.createStreamable("completion", request) };
     this.embeddings = { create: (request) => this.send("embeddings", { request }) };
+    /** The CSI inference interface (pharia:skill@0.3.0): batches in, results in request order. */
+    this.csi = {
+      complete: (requests) => this.send("csi_complete", { request: requests }).then(bytesToArrays),
+      chat: (requests) => this.send("csi_chat", { request: requests }).then(bytesToArrays),
+    };
+    /** Spin's `llm` interface (with the stop / optional max-tokens / finish-reason proposal). */
+    this.llm = {
+      infer: (model, prompt, params = null) => this.send("llm_infer", { request: { model, prompt, params } }),
+      generateEmbeddings: (model, text) => this.send("llm_embeddings", { request: { model, text } }),
+    };
+    /** The RemoteLLM service (proto3 JSON field names). */
+    this.remote = {
+      generate: (request) => this.send("remote_generate", { request }),
+      getLlmType: (request = {}) => this.send("remote_llm_type", { request }),
+    };
   }
 
   /** @param {string|object} data */
@@ -139,13 +166,14 @@ export class WebWorkerEngine {
   }
 
   /**
-   * `stream: false` resolves to a ChatCompletion; `stream: true` to an AsyncIterable of chunks
+   * `stream: false` resolves to the whole result; `stream: true` to an AsyncIterable of chunks
    * (it resolves when the first chunk arrives, so a bad request rejects here).
+   * @param {"chat"|"completion"} type
    * @param {ChatCompletionRequest} request
    * @returns {Promise<ChatCompletion|AsyncIterable<ChatCompletionChunk>>}
    */
-  createChatCompletion(request) {
-    if (!request || !request.stream) return this.send("chat", { request });
+  createStreamable(type, request) {
+    if (!request || !request.stream) return this.send(type, { request });
     const id = `r${this.nextId++}`;
     const stream = new Stream(() => this.worker.postMessage({ id: `${id}-cancel`, type: "cancel", target: id }));
     return new Promise((resolve, reject) => {
@@ -156,7 +184,7 @@ export class WebWorkerEngine {
           resolve(stream);
         }
       };
-      this.send("chat", { request }, {
+      this.send(type, { request }, {
         id,
         chunk: (c) => {
           stream.push(c);

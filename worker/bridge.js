@@ -10,7 +10,7 @@ import {
   pipeline,
 } from "../vendor/transformers/transformers.js";
 import { configureRuntime } from "./runtime_env.js";
-import { makeRng, sample } from "./sampling.js";
+import { Sampler } from "./sampling.js";
 
 /** Models built into the site: served from /models/<id>/, full precision. */
 export const BUILTIN_MODELS = ["tiny-chat", "all-minilm-l6-v2"];
@@ -46,10 +46,9 @@ class ChatModel {
     this.config = config;
     /** @type {Record<string, any>|null} */
     this.past = null;
-    this.pastLength = 0;
-    /** @type {SamplingParams} */
-    this.sampling = { temperature: 0, top_k: 0, top_p: 1, seed: null };
-    this.rng = makeRng(0);
+    /** @type {number[]} the tokens whose keys and values are in the cache, in order */
+    this.sequence = [];
+    this.sampler = new Sampler({ temperature: 0, top_k: 0, top_p: 1, seed: 0 });
     const session = model.sessions.model ?? Object.values(model.sessions)[0];
     this.cacheInputs = session.inputNames.filter((n) => n.startsWith("past_key_values."));
     this.cacheMeta = Object.fromEntries((session.inputMetadata ?? []).map((m) => [m.name, m]));
@@ -75,10 +74,39 @@ class ChatModel {
     return cache;
   }
 
+  get pastLength() {
+    return this.sequence.length;
+  }
+
   reset() {
     this.disposePast();
     this.past = null;
-    this.pastLength = 0;
+    this.sequence = [];
+  }
+
+  /**
+   * Keep the first `n` cached tokens. Returns how many were kept: GPU-resident caches cannot be
+   * cut here and are dropped instead (0).
+   * @param {number} n
+   */
+  truncate(n) {
+    if (n >= this.sequence.length) return this.sequence.length;
+    if (n <= 0 || !this.past || Object.values(this.past).some((t) => t.location === "gpu-buffer")) {
+      this.reset();
+      return 0;
+    }
+    const past = {};
+    for (const [name, t] of Object.entries(this.past)) {
+      const [b, h, len, d] = t.dims;
+      const out = new t.data.constructor(b * h * n * d);
+      for (let i = 0; i < b * h; i++) {
+        out.set(t.data.subarray(i * len * d, i * len * d + n * d), i * n * d);
+      }
+      past[name] = new Tensor(t.type, out, [b, h, n, d]);
+    }
+    this.past = past;
+    this.sequence.length = n;
+    return n;
   }
 
   disposePast(keep = null) {
@@ -112,7 +140,7 @@ class ChatModel {
     }
     this.disposePast(new Set(Object.values(next)));
     this.past = next;
-    this.pastLength = total;
+    for (const id of ids) this.sequence.push(Number(id));
     const logits = out.logits;
     const vocab = logits.dims.at(-1);
     const rows = logits.dims.at(-2);
@@ -123,7 +151,7 @@ class ChatModel {
   /** @param {ArrayLike<number>} ids */
   async step(ids) {
     const logits = await this.forward(ids);
-    return sample(logits, this.sampling, this.rng);
+    return this.sampler.choose(logits, this.sequence);
   }
 }
 
@@ -233,8 +261,9 @@ export class Bridge {
     return Int32Array.from(ids);
   }
 
-  encode(id, text) {
-    return Int32Array.from(this.chat(id).tokenizer.encode(text, { add_special_tokens: false }));
+  /** @param {string} id @param {string} text @param {boolean} addSpecialTokens */
+  encode(id, text, addSpecialTokens = false) {
+    return Int32Array.from(this.chat(id).tokenizer.encode(text, { add_special_tokens: !!addSpecialTokens }));
   }
 
   /** @param {string} id @param {Int32Array|number[]} ids */
@@ -242,21 +271,25 @@ export class Bridge {
     return this.chat(id).tokenizer.decode(Array.from(ids), { skip_special_tokens: true });
   }
 
-  reset(id) {
-    this.chat(id).reset();
+  /** Keep the first `n` tokens of the cache; returns how many were kept. */
+  truncate(id, n) {
+    return this.chat(id).truncate(n);
   }
 
-  /** @param {string} id @param {string} paramsJson SamplingParams as JSON */
+  /** @param {string} id @param {string} paramsJson SamplingParams as JSON: a new request */
   setSampling(id, paramsJson) {
-    const m = this.chat(id);
-    m.sampling = JSON.parse(paramsJson);
-    m.rng = makeRng(m.sampling.seed);
+    this.chat(id).sampler = new Sampler(JSON.parse(paramsJson));
+  }
+
+  /** The next choice of the same request (`n` > 1): counts restart, the generator goes on. */
+  nextChoice(id) {
+    this.chat(id).sampler.nextChoice();
   }
 
   /**
    * Python's persistent callbacks for `stepAsync` results: settling a Python future through
    * them costs far less per token than awaiting a returned Promise from Python.
-   * @param {(ticket: number, token: number) => void} onToken
+   * @param {(ticket: number, token: number, logprobs: string|undefined) => void} onToken
    * @param {(ticket: number, message: string) => void} onError
    */
   setStepCallbacks(onToken, onError) {
@@ -266,7 +299,7 @@ export class Bridge {
 
   /**
    * Start a step: run `ids` (one token id, or an array) after the cache and sample; the token
-   * arrives through `onToken(ticket, token)`.
+   * arrives through `onToken(ticket, token, logprobsJson)` (`undefined` unless logprobs were asked).
    * @param {string} id @param {number|Int32Array|number[]} ids @param {number} ticket
    */
   stepAsync(id, ids, ticket) {
@@ -279,7 +312,8 @@ export class Bridge {
       })
       : model.step(input);
     run.then(
-        (token) => this.onToken(ticket, token),
+        // `undefined`, not `null`: Pyodide hands JS null to Python as a JsNull object, not None
+        (r) => this.onToken(ticket, r.token, r.logprob === undefined ? undefined : JSON.stringify([r.logprob, r.top])),
         (err) => this.onError(ticket, String(err?.message ?? err)),
       );
   }

@@ -3,7 +3,15 @@
 // the same tokens on both backends when their logits agree.
 
 /**
- * @typedef {{temperature: number, top_k: number, top_p: number, seed: number|null}} SamplingParams
+ * @typedef {{temperature: number, top_k: number, top_p: number, seed: number|null,
+ *            repetition_penalty?: number, repetition_window?: number,
+ *            frequency_penalty?: number, presence_penalty?: number,
+ *            logit_bias?: Array<[number, number]>, logprobs?: boolean, top_logprobs?: number}} SamplingParams
+ *
+ * Order of the per-token math: repetition penalty (HF: divide positive logits, multiply negative
+ * ones, over the last `repetition_window` tokens of the sequence, all of it when 0), frequency and
+ * presence penalties (OpenAI: over the tokens generated so far), logit bias, then log-probabilities
+ * of that distribution, then temperature, top-k, top-p and the draw.
  */
 
 /** mulberry32: a small, fast, seedable 32-bit generator. Returns floats in [0, 1). */
@@ -127,4 +135,99 @@ export function sample(logits, p, rng) {
     if (u < acc) return ids[j];
   }
   return ids[ids.length - 1];
+}
+
+/**
+ * Penalties and bias applied to a copy of `logits` (the same array when there is nothing to do).
+ * @param {Float32Array} logits
+ * @param {SamplingParams} p
+ * @param {number[]} sequence every token in the model's context so far (prompt and generated)
+ * @param {Map<number, number>} counts how often each token was generated so far
+ */
+export function processLogits(logits, p, sequence, counts) {
+  const rep = p.repetition_penalty ?? 1;
+  const freq = p.frequency_penalty ?? 0;
+  const pres = p.presence_penalty ?? 0;
+  const bias = p.logit_bias ?? [];
+  if (rep === 1 && freq === 0 && pres === 0 && bias.length === 0) return logits;
+  const out = new Float32Array(logits);
+  if (rep !== 1) {
+    const window = p.repetition_window ?? 0;
+    const from = window > 0 ? Math.max(0, sequence.length - window) : 0;
+    const seen = new Set(sequence.slice(from));
+    for (const id of seen) {
+      if (id < out.length) out[id] = out[id] > 0 ? out[id] / rep : out[id] * rep;
+    }
+  }
+  if (freq !== 0 || pres !== 0) {
+    for (const [id, n] of counts) {
+      if (id < out.length) out[id] -= n * freq + (n > 0 ? pres : 0);
+    }
+  }
+  for (const [id, b] of bias) {
+    if (id >= 0 && id < out.length) out[id] += b;
+  }
+  return out;
+}
+
+/**
+ * Log-probability of `token` and the `k` most likely tokens under softmax(`logits`).
+ * @param {Float32Array} logits
+ * @param {number} token
+ * @param {number} k
+ * @returns {{logprob: number, top: Array<[number, number]>}}
+ */
+export function logprobs(logits, token, k) {
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
+  let sum = 0;
+  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i] - max);
+  const lse = max + Math.log(sum);
+  const top = [];
+  if (k > 0) {
+    // keep the k best in a small sorted array: k <= 20
+    for (let i = 0; i < logits.length; i++) {
+      const v = logits[i];
+      if (top.length < k || v > top[top.length - 1][1]) {
+        let j = top.length < k ? top.length : k - 1;
+        if (top.length < k) top.push([i, v]);
+        while (j > 0 && top[j - 1][1] < v) {
+          top[j] = top[j - 1];
+          j--;
+        }
+        top[j] = [i, v];
+      }
+    }
+  }
+  return { logprob: logits[token] - lse, top: top.map(([i, v]) => [i, v - lse]) };
+}
+
+/** Per-request sampling state: parameters, generator, and counts of generated tokens. */
+export class Sampler {
+  /** @param {SamplingParams} params */
+  constructor(params) {
+    this.params = params;
+    this.rng = makeRng(params.seed);
+    /** @type {Map<number, number>} */
+    this.counts = new Map();
+  }
+
+  /** Start another choice of the same request: counts restart, the generator goes on. */
+  nextChoice() {
+    this.counts = new Map();
+  }
+
+  /**
+   * Choose the next token from the model's logits.
+   * @param {Float32Array} logits @param {number[]} sequence
+   * @returns {{token: number, logprob?: number, top?: Array<[number, number]>}}
+   */
+  choose(logits, sequence) {
+    const p = this.params;
+    const processed = processLogits(logits, p, sequence, this.counts);
+    const token = sample(processed, p, this.rng);
+    this.counts.set(token, (this.counts.get(token) ?? 0) + 1);
+    if (!p.logprobs) return { token };
+    return { token, ...logprobs(processed, token, p.top_logprobs ?? 0) };
+  }
 }

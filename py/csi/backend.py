@@ -27,14 +27,24 @@ class ModelInfo:
 class SamplingParams:
     """Parameters of the per-token whole-vocabulary math the backend performs.
 
-    ``temperature == 0`` means greedy (argmax). ``top_k == 0`` and ``top_p == 1`` disable those
-    filters. ``seed`` seeds the backend's generator for this request (``None``: any seed).
+    In order: ``repetition_penalty`` (HF semantics, over the last ``repetition_window`` tokens of
+    the sequence, all of it when 0), ``frequency_penalty`` and ``presence_penalty`` (OpenAI
+    semantics, over the tokens generated so far), ``logit_bias``; log-probabilities are taken of
+    that distribution; then ``temperature`` (0 = greedy), ``top_k`` (0 = off), ``top_p`` (1 = off)
+    and a draw from the backend's generator seeded with ``seed`` (``None``: any seed).
     """
 
     temperature: float = 1.0
     top_k: int = 0
     top_p: float = 1.0
     seed: int | None = None
+    repetition_penalty: float = 1.0
+    repetition_window: int = 0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    logit_bias: tuple[tuple[int, float], ...] = ()
+    logprobs: bool = False
+    top_logprobs: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,7 +52,23 @@ class SamplingParams:
             "top_k": self.top_k,
             "top_p": self.top_p,
             "seed": self.seed,
+            "repetition_penalty": self.repetition_penalty,
+            "repetition_window": self.repetition_window,
+            "frequency_penalty": self.frequency_penalty,
+            "presence_penalty": self.presence_penalty,
+            "logit_bias": [list(b) for b in self.logit_bias],
+            "logprobs": self.logprobs,
+            "top_logprobs": self.top_logprobs,
         }
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """The token a step chose and, when asked for, its log-probability and the top alternatives."""
+
+    token: int
+    logprob: float | None = None
+    top: tuple[tuple[int, float], ...] = ()
 
 
 @dataclass
@@ -58,7 +84,7 @@ class Backend(Protocol):
     """Model execution: tokenizers, forward passes with a backend-side KV cache, sampling.
 
     One KV cache per loaded chat model; ``step`` appends tokens to it and returns the next
-    token sampled with the parameters last given to ``set_sampling``.
+    token chosen with the parameters last given to ``set_sampling``.
     """
 
     async def load_model(self, model_id: str, device: str, progress: ProgressFn | None) -> ModelInfo:
@@ -71,8 +97,8 @@ class Backend(Protocol):
         """Token ids of ``messages`` rendered by the model's chat template, generation prompt added."""
         ...
 
-    def encode(self, model_id: str, text: str) -> list[int]:
-        """Token ids of ``text`` without special tokens."""
+    def encode(self, model_id: str, text: str, add_special_tokens: bool = False) -> list[int]:
+        """Token ids of ``text``; with ``add_special_tokens`` what the tokenizer adds (a BOS, say)."""
         ...
 
     def decode(self, model_id: str, ids: list[int]) -> str:
@@ -83,14 +109,20 @@ class Backend(Protocol):
         """The bytes of every token (``None`` if the tokenizer's decoder is not byte-exact)."""
         ...
 
-    def reset(self, model_id: str) -> None:
-        """Drop the KV cache of a chat model."""
+    def truncate(self, model_id: str, n: int) -> int:
+        """Keep the first ``n`` tokens of the KV cache (0 drops it); return how many were kept."""
         ...
 
-    def set_sampling(self, model_id: str, params: SamplingParams) -> None: ...
+    def set_sampling(self, model_id: str, params: SamplingParams) -> None:
+        """Start a request: these parameters, a generator seeded anew, no tokens generated yet."""
+        ...
 
-    async def step(self, model_id: str, ids: list[int]) -> int:
-        """Run ``ids`` through the model after the cached tokens and sample the next token."""
+    def next_choice(self, model_id: str) -> None:
+        """Start the next choice of the same request: generated-token counts restart."""
+        ...
+
+    async def step(self, model_id: str, ids: list[int]) -> StepResult:
+        """Run ``ids`` through the model after the cached tokens and choose the next token."""
         ...
 
     async def embed(self, model_id: str, texts: list[str]) -> Embeddings: ...

@@ -19,7 +19,7 @@ import onnxruntime as ort
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import Tokenizer
 
-from .backend import Embeddings, ModelInfo, ProgressFn, SamplingParams
+from .backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult
 from .errors import ModelLoadError
 from .token_bytes import TokenBytes, build_token_bytes
 
@@ -66,6 +66,33 @@ def candidates(logits: np.ndarray, p: SamplingParams) -> tuple[np.ndarray, np.nd
     return ids, kept / kept.sum()
 
 
+def process_logits(logits: np.ndarray, p: SamplingParams, sequence: list[int], counts: dict[int, int]) -> np.ndarray:
+    """Penalties and bias, as worker/sampling.js ``processLogits`` (float32, like its copy)."""
+    if p.repetition_penalty == 1 and not p.frequency_penalty and not p.presence_penalty and not p.logit_bias:
+        return logits
+    out = logits.astype(np.float32).copy()
+    if p.repetition_penalty != 1:
+        window = sequence[-p.repetition_window:] if p.repetition_window > 0 else sequence
+        seen = np.fromiter(sorted(set(window)), dtype=np.int64)
+        seen = seen[seen < len(out)]
+        vals = out[seen]
+        out[seen] = np.where(vals > 0, vals / np.float32(p.repetition_penalty), vals * np.float32(p.repetition_penalty))
+    for token, n in counts.items():
+        if token < len(out):
+            out[token] = np.float32(float(out[token]) - (n * p.frequency_penalty + (p.presence_penalty if n else 0.0)))
+    for token, bias in p.logit_bias:
+        if 0 <= token < len(out):
+            out[token] = np.float32(float(out[token]) + bias)
+    return out
+
+
+def token_logprobs(logits: np.ndarray, token: int, k: int) -> tuple[float, tuple[tuple[int, float], ...]]:
+    z = logits.astype(np.float64)
+    lse = z.max() + np.log(np.exp(z - z.max()).sum())
+    top = np.lexsort((np.arange(len(z)), -z))[:k] if k else []
+    return float(z[token] - lse), tuple((int(i), float(z[i] - lse)) for i in top)
+
+
 def sample(logits: np.ndarray, p: SamplingParams, rng: Mulberry32) -> int:
     if not p.temperature > 0:
         return int(np.argmax(logits))
@@ -91,9 +118,10 @@ class _Chat:
     uses_position_ids: bool
     token_bytes: TokenBytes | None
     past: dict[str, np.ndarray] = field(default_factory=dict)
-    past_length: int = 0
+    sequence: list[int] = field(default_factory=list)
     sampling: SamplingParams = field(default_factory=SamplingParams)
     rng: Mulberry32 = field(default_factory=lambda: Mulberry32(0))
+    counts: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -159,8 +187,8 @@ class CPythonBackend:
         text = m.template.render(messages=messages, add_generation_prompt=True, **m.special)
         return m.tokenizer.encode(text, add_special_tokens=False).ids
 
-    def encode(self, model_id: str, text: str) -> list[int]:
-        return self._chat(model_id).tokenizer.encode(text, add_special_tokens=False).ids
+    def encode(self, model_id: str, text: str, add_special_tokens: bool = False) -> list[int]:
+        return self._chat(model_id).tokenizer.encode(text, add_special_tokens=add_special_tokens).ids
 
     def decode(self, model_id: str, ids: list[int]) -> str:
         return self._chat(model_id).tokenizer.decode(ids, skip_special_tokens=True)
@@ -168,18 +196,24 @@ class CPythonBackend:
     def token_bytes(self, model_id: str) -> TokenBytes | None:
         return self._chat(model_id).token_bytes
 
-    def reset(self, model_id: str) -> None:
+    def truncate(self, model_id: str, n: int) -> int:
         m = self._chat(model_id)
-        m.past, m.past_length = {}, 0
+        n = max(0, min(n, len(m.sequence)))
+        m.past = {k: v[:, :, :n] for k, v in m.past.items()} if n else {}
+        m.sequence = m.sequence[:n]
+        return n
 
     def set_sampling(self, model_id: str, params: SamplingParams) -> None:
         m = self._chat(model_id)
-        m.sampling, m.rng = params, Mulberry32(params.seed)
+        m.sampling, m.rng, m.counts = params, Mulberry32(params.seed), {}
+
+    def next_choice(self, model_id: str) -> None:
+        self._chat(model_id).counts = {}
 
     def forward(self, model_id: str, ids: list[int]) -> np.ndarray:
         """Run ``ids`` after the cache; keep the new cache; return the last position's logits."""
         m = self._chat(model_id)
-        n, start = len(ids), m.past_length
+        n, start = len(ids), len(m.sequence)
         feeds: dict[str, np.ndarray] = {
             "input_ids": np.asarray([ids], dtype=np.int64),
             "attention_mask": np.ones((1, start + n), dtype=np.int64),
@@ -191,12 +225,19 @@ class CPythonBackend:
         names = [o.name for o in m.session.get_outputs()]
         outputs = dict(zip(names, m.session.run(names, feeds), strict=True))
         m.past = {k.replace("present", "past_key_values"): v for k, v in outputs.items() if k.startswith("present")}
-        m.past_length = start + n
+        m.sequence += ids
         return outputs["logits"][0, -1].astype(np.float32)
 
-    async def step(self, model_id: str, ids: list[int]) -> int:
+    async def step(self, model_id: str, ids: list[int]) -> StepResult:
         m = self._chat(model_id)
-        return sample(self.forward(model_id, ids), m.sampling, m.rng)
+        p = m.sampling
+        processed = process_logits(self.forward(model_id, ids), p, m.sequence, m.counts)
+        token = sample(processed, p, m.rng)
+        m.counts[token] = m.counts.get(token, 0) + 1
+        if not p.logprobs:
+            return StepResult(token)
+        logprob, top = token_logprobs(processed, token, p.top_logprobs)
+        return StepResult(token, logprob, top)
 
     async def embed(self, model_id: str, texts: list[str]) -> Embeddings:
         m = self._models[model_id]

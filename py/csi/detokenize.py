@@ -16,8 +16,12 @@ class ByteDecoder:
     Bytes of a character split across tokens are held until the character is complete.
     """
 
-    def __init__(self, token_bytes: TokenBytes) -> None:
+    def __init__(self, token_bytes: TokenBytes, keep_special: bool = False) -> None:
         self._table = token_bytes.table
+        if keep_special and token_bytes.specials:
+            self._table = list(self._table)
+            for i, raw in token_bytes.specials.items():
+                self._table[i] = raw
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._strip = token_bytes.strip_leading_space
         self._started = False

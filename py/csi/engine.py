@@ -1,41 +1,39 @@
-"""The engine: loaded models, request validation, per-model FIFO, OpenAI-shaped results."""
+"""The engine: loaded models, per-model FIFO, cancellation, the prefix cache, and the one
+generation path every API face streams from."""
 
 from __future__ import annotations
 
 import asyncio
-import secrets
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
-from .backend import Backend, ModelInfo, ProgressFn, SamplingParams
-from .errors import (
-    ContextWindowExceededError,
-    InvalidInputError,
-    ModelNotSupportedError,
-)
-from .generation import GenerationParams, GenerationStats, generate
-from .openai_types import (
-    ChatCompletion,
-    ChatCompletionChunk,
-    ChatCompletionMessage,
-    ChatCompletionRequest,
-    Choice,
-    ChunkChoice,
-    CompletionUsage,
-    CreateEmbeddingResponse,
-    Delta,
-    EmbeddingData,
-    EmbeddingRequest,
-    EmbeddingUsage,
-    UsageExtra,
-)
+from . import openai_face
+from .backend import Backend, ModelInfo, ProgressFn, StepResult
+from .errors import ContextWindowExceededError, InvalidInputError, ModelNotSupportedError
+from .generation import GenerationParams, GenerationStats, TextDelta, generate
+from .openai_types import ChatCompletion, ChatCompletionChunk, CreateEmbeddingResponse
 from .token_bytes import TokenBytes
-from .validation import parse_request
 
-# Fields of seed 004 that later issues implement; until then they are refused, never ignored.
-_NOT_YET = ("frequency_penalty", "presence_penalty", "repetition_penalty", "logit_bias",
-            "logprobs", "top_logprobs", "tools", "tool_choice", "response_format")
+
+@dataclass
+class ChoiceResult:
+    """A whole choice, collected from the stream (for the faces that answer in one piece)."""
+
+    text: str = ""
+    token_ids: list[int] = field(default_factory=list)
+    steps: list[StepResult] = field(default_factory=list)
+    stats: GenerationStats = field(default_factory=GenerationStats)
+
+
+@dataclass(frozen=True)
+class ChoiceEvent:
+    """One step of a (possibly multi-choice) generation: a text delta of choice ``index``, or,
+    with ``delta=None``, the end of that choice (``stats`` final)."""
+
+    index: int
+    delta: TextDelta | None
+    stats: GenerationStats
 
 
 class Engine:
@@ -45,10 +43,11 @@ class Engine:
         self.backend = backend
         self.models: dict[str, ModelInfo] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._token_bytes: dict[str, TokenBytes | None] = {}
+        self._cache: dict[str, list[int]] = {}
         self._interrupt_epoch = 0
         self._cancelled: set[str] = set()
         self._active: set[str] = set()
-        self._token_bytes: dict[str, TokenBytes | None] = {}
         self.device = "wasm"
 
     # ---- lifecycle -----------------------------------------------------------------------------
@@ -67,15 +66,16 @@ class Engine:
             self._locks[model_id] = asyncio.Lock()
             if info.kind == "chat":
                 self._token_bytes[model_id] = self.backend.token_bytes(model_id)
+                self._cache[model_id] = []
         return list(self.models.values())
 
     async def unload(self) -> None:
         for model_id in list(self.models):
             async with self._locks[model_id]:
                 await self.backend.unload_model(model_id)
-            del self.models[model_id]
-            del self._locks[model_id]
+            del self.models[model_id], self._locks[model_id]
             self._token_bytes.pop(model_id, None)
+            self._cache.pop(model_id, None)
 
     def interrupt(self) -> None:
         """End every running generation at its next token with finish_reason ``abort``."""
@@ -86,9 +86,13 @@ class Engine:
         if request_id in self._active:
             self._cancelled.add(request_id)
 
-    def reset_chat(self) -> None:
-        for model_id in self.models:
-            self.backend.reset(model_id)
+    async def reset_chat(self) -> None:
+        """Forget the cached conversation of every chat model."""
+        for model_id, lock in self._locks.items():
+            if model_id in self._cache:
+                async with lock:
+                    self.backend.truncate(model_id, 0)
+                    self._cache[model_id] = []
 
     # ---- lookups -------------------------------------------------------------------------------
 
@@ -109,131 +113,89 @@ class Engine:
             raise ModelNotSupportedError(f"model {requested!r} is a {info.kind} model, not a {kind} model", "model")
         return info
 
-    # ---- chat completions ----------------------------------------------------------------------
+    def token_bytes(self, model_id: str, token: int) -> bytes:
+        """The bytes of one token (through the tokenizer when there is no byte table)."""
+        table = self._token_bytes.get(model_id)
+        if table is not None and token < len(table.table):
+            return table.table[token]
+        return self.backend.decode(model_id, [token]).encode()
 
-    def _check_chat(self, req: ChatCompletionRequest) -> None:
-        for name in _NOT_YET:
-            if getattr(req, name) not in (None, False):
-                raise InvalidInputError(f"`{name}` is not supported yet", name)
-        if req.n not in (None, 1):
-            raise InvalidInputError("`n` > 1 is not supported yet", "n")
-        if req.stream_options is not None and not req.stream:
-            raise InvalidInputError("`stream_options` is only allowed when `stream` is true", "stream_options")
-        if req.messages[-1].role not in ("user", "tool"):
-            raise InvalidInputError("the last message must be from the user or a tool", "messages")
-
-    async def chat_completion_stream(
-        self, request: dict[str, Any], request_id: str | None = None
-    ) -> AsyncIterator[ChatCompletionChunk]:
-        """Stream a chat completion: one chunk per text delta, then one with ``finish_reason``."""
-        req = parse_request(ChatCompletionRequest, request)
-        self._check_chat(req)
-        info = self.resolve_model(req.model, "chat")
-        messages = [{"role": m.role, "content": _text_of(m.content)} for m in req.messages]
-        ids = self.backend.apply_chat_template(info.model_id, messages)
-        if len(ids) >= info.context_length:
+    def check_prompt(self, model: ModelInfo, ids: list[int], param: str) -> None:
+        if len(ids) >= model.context_length:
             raise ContextWindowExceededError(
-                f"the prompt has {len(ids)} tokens; the context window of {info.model_id!r} "
-                f"holds {info.context_length}", "messages")
-        params = GenerationParams(
-            sampling=SamplingParams(
-                temperature=1.0 if req.temperature is None else req.temperature,
-                top_k=req.top_k or 0,
-                top_p=1.0 if req.top_p is None else req.top_p,
-                seed=req.seed,
-            ),
-            max_tokens=req.max_tokens,
-            stop=tuple(req.stop_list),
-            ignore_eos=bool(req.ignore_eos),
-        )
-        chunk_id = "chatcmpl-" + secrets.token_hex(12)
-        created = int(time.time())
-        with_ids = bool(req.return_token_ids)
-        include_usage = bool(req.stream_options and req.stream_options.include_usage)
+                f"the prompt has {len(ids)} tokens; the context window of {model.model_id!r} "
+                f"holds {model.context_length}", param)
+        if not ids:
+            raise InvalidInputError("the prompt is empty", param)
 
-        def chunk(choices: list[ChunkChoice], usage: CompletionUsage | None = None) -> ChatCompletionChunk:
-            return ChatCompletionChunk(id=chunk_id, created=created, model=info.model_id, choices=choices, usage=usage)
+    # ---- the one generation path ---------------------------------------------------------------
 
-        stats = GenerationStats()
-        key = request_id or chunk_id
+    async def run(
+        self, model: ModelInfo, prompt_ids: list[int], params: GenerationParams, n: int = 1,
+        request_id: str | None = None,
+    ) -> AsyncIterator[ChoiceEvent]:
+        """Generate ``n`` choices for ``prompt_ids``, one after the other, under the model's lock.
+
+        Requests to one model run in arrival order. The KV cache keeps the longest common prefix
+        with the previous request (later choices reuse the prompt). ``interrupt()`` and
+        ``cancel(request_id)`` end the running choice with ``abort`` and skip the rest.
+        """
+        key = request_id or f"anon-{id(params)}-{id(prompt_ids)}"
         self._active.add(key)
         try:
-            async with self._locks[info.model_id]:
-                cancelled = self._cancel_check(key)
-                async for text, token_ids in generate(self.backend, info, ids, params, stats, cancelled,
-                                                      self._token_bytes.get(info.model_id)):
-                    yield chunk([ChunkChoice(index=0, delta=Delta(role="assistant", content=text),
-                                             token_ids=token_ids if with_ids else None)])
-                usage = _usage(stats)
-                last = chunk([ChunkChoice(index=0, delta=Delta(), finish_reason=stats.finish_reason,  # type: ignore[arg-type]
-                                          token_ids=[] if with_ids else None)],
-                             None if include_usage else usage)
-                last.prompt_token_ids = ids if with_ids else None
-                yield last
-                if include_usage:
-                    yield chunk([], usage)
+            async with self._locks[model.model_id]:
+                epoch = self._interrupt_epoch
+
+                def cancelled() -> bool:
+                    return self._interrupt_epoch != epoch or key in self._cancelled
+
+                self.backend.set_sampling(model.model_id, params.sampling)
+                for index in range(n):
+                    if index:
+                        self.backend.next_choice(model.model_id)
+                    stats = GenerationStats()
+                    try:
+                        async for delta in generate(self.backend, model, prompt_ids, params, stats, cancelled,
+                                                    self._token_bytes.get(model.model_id),
+                                                    self._cache[model.model_id]):
+                            yield ChoiceEvent(index, delta, stats)
+                    finally:
+                        self._cache[model.model_id] = stats.cache_ids
+                    yield ChoiceEvent(index, None, stats)
+                    if stats.finish_reason == "abort":
+                        for rest in range(index + 1, n):
+                            yield ChoiceEvent(rest, None, GenerationStats(
+                                prompt_tokens=len(prompt_ids), finish_reason="abort"))
+                        break
         finally:
             self._active.discard(key)
             self._cancelled.discard(key)
 
+    async def complete(
+        self, model: ModelInfo, prompt_ids: list[int], params: GenerationParams, n: int = 1,
+        request_id: str | None = None,
+    ) -> list[ChoiceResult]:
+        """``run`` collected: every choice whole (non-streaming = collected stream)."""
+        results: dict[int, ChoiceResult] = {}
+        async for event in self.run(model, prompt_ids, params, n, request_id):
+            r = results.setdefault(event.index, ChoiceResult())
+            if event.delta is None:
+                r.stats = event.stats
+            else:
+                r.text += event.delta.text
+                r.token_ids += event.delta.token_ids
+                r.steps += event.delta.steps
+        return [results[i] for i in sorted(results)]
+
+    # ---- the OpenAI face, kept as engine methods ------------------------------------------------
+
+    def chat_completion_stream(
+        self, request: dict[str, Any], request_id: str | None = None
+    ) -> AsyncIterator[ChatCompletionChunk]:
+        return openai_face.chat_completion_stream(self, request, request_id)
+
     async def chat_completion(self, request: dict[str, Any], request_id: str | None = None) -> ChatCompletion:
-        """The non-streaming form: the collected stream."""
-        content: list[str] = []
-        token_ids: list[int] = []
-        prompt_ids: list[int] | None = None
-        last: ChatCompletionChunk | None = None
-        finish = "stop"
-        usage = None
-        async for c in self.chat_completion_stream(request, request_id):
-            last = c
-            usage = c.usage or usage
-            prompt_ids = c.prompt_token_ids or prompt_ids
-            for choice in c.choices:
-                content.append(choice.delta.content or "")
-                token_ids += choice.token_ids or []
-                finish = choice.finish_reason or finish
-        assert last is not None
-        with_ids = prompt_ids is not None
-        return ChatCompletion(
-            id=last.id, created=last.created, model=last.model, usage=usage,
-            prompt_token_ids=prompt_ids,
-            choices=[Choice(index=0, message=ChatCompletionMessage(content="".join(content)),
-                            finish_reason=finish, token_ids=token_ids if with_ids else None)],  # type: ignore[arg-type]
-        )
-
-    def _cancel_check(self, key: str) -> Callable[[], bool]:
-        epoch = self._interrupt_epoch
-        return lambda: self._interrupt_epoch != epoch or key in self._cancelled
-
-    # ---- embeddings ----------------------------------------------------------------------------
+        return await openai_face.chat_completion(self, request, request_id)
 
     async def embeddings(self, request: dict[str, Any]) -> CreateEmbeddingResponse:
-        req = parse_request(EmbeddingRequest, request)
-        info = self.resolve_model(req.model, "embedding")
-        texts = req.texts
-        async with self._locks[info.model_id]:
-            result = await self.backend.embed(info.model_id, texts)
-        return CreateEmbeddingResponse(
-            model=info.model_id,
-            data=[EmbeddingData(index=i, embedding=v) for i, v in enumerate(result.vectors)],
-            usage=EmbeddingUsage(prompt_tokens=result.prompt_tokens, total_tokens=result.prompt_tokens),
-        )
-
-
-def _text_of(content: object) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return "\n".join(part.text for part in content)  # type: ignore[attr-defined]
-
-
-def _usage(stats: GenerationStats) -> CompletionUsage:
-    return CompletionUsage(
-        prompt_tokens=stats.prompt_tokens,
-        completion_tokens=stats.completion_tokens,
-        total_tokens=stats.prompt_tokens + stats.completion_tokens,
-        extra=UsageExtra(**stats.timings()),
-    )
-
-
+        return await openai_face.embeddings(self, request)

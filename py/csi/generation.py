@@ -1,4 +1,5 @@
-"""The decode loop: prefill, one backend step per token, stopping, text assembly."""
+"""The decode loop: prefill (reusing the cached prefix), one backend step per token, stopping,
+text assembly."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from .backend import Backend, ModelInfo, SamplingParams
+from .backend import Backend, ModelInfo, SamplingParams, StepResult
 from .detokenize import ByteDecoder, IncrementalDecoder
 from .stop_text import StopMatcher
 from .token_bytes import TokenBytes
@@ -20,6 +21,17 @@ class GenerationParams:
     max_tokens: int | None = None
     stop: tuple[str, ...] = ()
     ignore_eos: bool = False
+    keep_special: bool = False
+    """Show special tokens in the text, the end-of-sequence token included (byte tables only)."""
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the reply: its text, the token ids behind it, their log-probabilities if asked."""
+
+    text: str
+    token_ids: list[int]
+    steps: list[StepResult]
 
 
 @dataclass
@@ -27,26 +39,36 @@ class GenerationStats:
     """Filled in as the generation runs; final once the iterator is exhausted."""
 
     prompt_tokens: int = 0
+    cached_tokens: int = 0
     completion_tokens: int = 0
     finish_reason: str | None = None
     token_ids: list[int] = field(default_factory=list)
+    cache_ids: list[int] = field(default_factory=list)
     started: float = 0.0
     first_token_at: float = 0.0
     finished: float = 0.0
 
     def timings(self) -> dict[str, float]:
-        """WebLLM's ``usage.extra`` figures."""
+        """WebLLM's ``usage.extra`` figures (prefill counts only the tokens actually processed)."""
         e2e = max(self.finished - self.started, 1e-9)
         ttft = max(self.first_token_at - self.started, 1e-9)
         decode_time = max(self.finished - self.first_token_at, 1e-9)
         decoded = max(self.completion_tokens - 1, 0)
         return {
             "e2e_latency_s": e2e,
-            "prefill_tokens_per_s": self.prompt_tokens / ttft,
+            "prefill_tokens_per_s": (self.prompt_tokens - self.cached_tokens) / ttft,
             "decode_tokens_per_s": decoded / decode_time if decoded else 0.0,
             "time_to_first_token_s": ttft,
             "time_per_output_token_s": decode_time / decoded if decoded else 0.0,
         }
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
 
 
 async def generate(
@@ -57,52 +79,64 @@ async def generate(
     stats: GenerationStats,
     cancelled: Callable[[], bool] = lambda: False,
     token_bytes: TokenBytes | None = None,
-) -> AsyncIterator[tuple[str, list[int]]]:
-    """Yield ``(text, token_ids)`` deltas of the reply to ``prompt_ids``; ``stats`` says how it ended.
+    cached: list[int] | None = None,
+) -> AsyncIterator[TextDelta]:
+    """Yield the reply to ``prompt_ids`` piece by piece; ``stats`` says how it ended.
 
+    ``cached`` are the tokens in the backend's KV cache; their common prefix with the prompt is
+    kept and only the rest is processed. Afterwards ``stats.cache_ids`` is what the cache holds.
     Every generated token id is yielded once; text held back (stop-sequence prefixes, incomplete
-    characters) comes with a later delta, so a delta may carry ids but no text only at the end.
-
-    The caller must hold the model's lock: the backend's KV cache is reset and refilled here.
+    characters) comes with a later delta. The caller must hold the model's lock and have called
+    ``set_sampling`` (or ``next_choice``).
     """
     stats.started = time.perf_counter()
     stats.prompt_tokens = len(prompt_ids)
+    reuse = min(common_prefix(cached or [], prompt_ids), len(prompt_ids) - 1)
+    kept = backend.truncate(model.model_id, reuse)
+    stats.cached_tokens = kept
+    stats.cache_ids = list(prompt_ids[:kept])
     room = model.context_length - len(prompt_ids)
     limit = room if params.max_tokens is None else min(params.max_tokens, room)
     eos = set() if params.ignore_eos else set(model.eos_token_ids)
     decoder: ByteDecoder | IncrementalDecoder = (
-        ByteDecoder(token_bytes) if token_bytes is not None
+        ByteDecoder(token_bytes, params.keep_special) if token_bytes is not None
         else IncrementalDecoder(lambda ids: backend.decode(model.model_id, ids)))
     stopper = StopMatcher(list(params.stop))
 
-    backend.reset(model.model_id)
-    backend.set_sampling(model.model_id, params.sampling)
-    feed = prompt_ids
+    feed = prompt_ids[kept:]
     finish = "length"
     unsent = 0
+    steps: list[StepResult] = []
     while stats.completion_tokens < limit:
         if cancelled():
             finish = "abort"
             break
-        token = await backend.step(model.model_id, feed)
-        if not stats.token_ids:
+        result = await backend.step(model.model_id, feed)
+        stats.cache_ids += feed
+        if not stats.first_token_at:
             stats.first_token_at = time.perf_counter()
-        if token in eos:
+        if result.token in eos:
             finish = "stop"
+            if params.keep_special and isinstance(decoder, ByteDecoder):
+                tail_text = stopper.push(decoder.push(result.token))
+                if tail_text:
+                    yield TextDelta(tail_text, stats.token_ids[unsent:], steps)
+                    unsent, steps = len(stats.token_ids), []
             break
-        stats.token_ids.append(token)
+        stats.token_ids.append(result.token)
         stats.completion_tokens += 1
-        text = stopper.push(decoder.push(token))
+        steps.append(result)
+        text = stopper.push(decoder.push(result.token))
         if text:
-            yield text, stats.token_ids[unsent:]
-            unsent = len(stats.token_ids)
+            yield TextDelta(text, stats.token_ids[unsent:], steps)
+            unsent, steps = len(stats.token_ids), []
         if stopper.stopped:
             finish = "stop"
             break
-        feed = [token]
+        feed = [result.token]
     tail = "" if stopper.stopped else stopper.push(decoder.flush()) + stopper.flush()
     if tail or unsent < len(stats.token_ids):
-        yield tail, stats.token_ids[unsent:]
+        yield TextDelta(tail, stats.token_ids[unsent:], steps)
     stats.finish_reason = finish
     stats.finished = time.perf_counter()
     if not stats.first_token_at:

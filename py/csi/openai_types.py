@@ -94,6 +94,39 @@ class ChatCompletionRequest(_Strict):
         return [self.stop] if isinstance(self.stop, str) else [s for s in self.stop if s]
 
 
+class CompletionRequest(_Strict):
+    """OpenAI (legacy) text completion request, as WebLLM's ``CompletionCreateParamsBase``."""
+
+    prompt: str
+    model: str | None = None
+    stream: bool | None = None
+    stream_options: StreamOptions | None = None
+    n: Annotated[int, Field(ge=1, le=128)] | None = None
+    echo: bool | None = None
+    frequency_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
+    presence_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
+    repetition_penalty: Annotated[float, Field(gt=0.0)] | None = None
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    stop: str | list[str] | None = None
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
+    top_k: Annotated[int, Field(ge=0)] | None = None
+    logit_bias: dict[str, Annotated[float, Field(ge=-100.0, le=100.0)]] | None = None
+    logprobs: Annotated[int, Field(ge=0, le=20)] | None = None
+    seed: int | None = None
+    ignore_eos: bool | None = None
+    suffix: None = None
+    best_of: None = None
+    user: str | None = None
+    return_token_ids: bool | None = None
+
+    @property
+    def stop_list(self) -> list[str]:
+        if self.stop is None:
+            return []
+        return [self.stop] if isinstance(self.stop, str) else [s for s in self.stop if s]
+
+
 class EmbeddingRequest(_Strict):
     """OpenAI embeddings request: one string or a list of strings."""
 
@@ -130,11 +163,34 @@ class UsageExtra(BaseModel):
     time_per_output_token_s: float
 
 
+class PromptTokensDetails(BaseModel):
+    cached_tokens: int
+    """Prompt tokens whose keys and values were reused from the previous request's cache."""
+
+
 class CompletionUsage(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    prompt_tokens_details: PromptTokensDetails | None = None
     extra: UsageExtra | None = None
+
+
+class TopLogprob(BaseModel):
+    token: str
+    logprob: float
+    bytes: list[int]
+
+
+class TokenLogprob(BaseModel):
+    token: str
+    logprob: float
+    bytes: list[int]
+    top_logprobs: list[TopLogprob]
+
+
+class ChoiceLogprobs(BaseModel):
+    content: list[TokenLogprob] | None
 
 
 class ChatCompletionMessage(BaseModel):
@@ -146,7 +202,7 @@ class Choice(_WithExtensions):
     index: int
     message: ChatCompletionMessage
     finish_reason: FinishReason
-    logprobs: None = None
+    logprobs: ChoiceLogprobs | None = None
     token_ids: list[int] | None = None
 
 
@@ -174,7 +230,7 @@ class ChunkChoice(_WithExtensions):
     index: int
     delta: Delta
     finish_reason: FinishReason | None = None
-    logprobs: None = None
+    logprobs: ChoiceLogprobs | None = None
     token_ids: list[int] | None = None
 
 
@@ -184,6 +240,34 @@ class ChatCompletionChunk(_WithExtensions):
     created: int
     model: str
     choices: list[ChunkChoice]
+    usage: CompletionUsage | None = None
+    system_fingerprint: str | None = None
+    prompt_token_ids: list[int] | None = None
+
+
+class CompletionLogprobs(BaseModel):
+    tokens: list[str]
+    token_logprobs: list[float]
+    top_logprobs: list[dict[str, float]]
+    text_offset: list[int]
+
+
+class CompletionChoice(_WithExtensions):
+    index: int
+    text: str
+    finish_reason: FinishReason | None = None
+    logprobs: CompletionLogprobs | None = None
+    token_ids: list[int] | None = None
+
+
+class Completion(_WithExtensions):
+    """A text completion, or (streaming) one chunk of it: the same shape, as OpenAI's."""
+
+    id: str
+    object: Literal["text_completion"] = "text_completion"
+    created: int
+    model: str
+    choices: list[CompletionChoice]
     usage: CompletionUsage | None = None
     system_fingerprint: str | None = None
     prompt_token_ids: list[int] | None = None

@@ -6,12 +6,12 @@ The only module of ``csi`` that imports ``pyodide``; the worker imports it, noth
 from __future__ import annotations
 
 import asyncio
-import json
+from json import dumps, loads
 from typing import Any
 
 from pyodide.ffi import JsException, create_proxy, to_js
 
-from .backend import Embeddings, ModelInfo, ProgressFn, SamplingParams
+from .backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult
 from .engine import Engine
 from .errors import InternalError, ModelLoadError
 from .token_bytes import TokenBytes, build_token_bytes
@@ -32,7 +32,7 @@ class _EagerFuture:
         self._loop = loop
         self._callbacks: list[tuple[Any, Any]] = []
         self._done = False
-        self._result = 0
+        self._result: StepResult | None = None
         self._exception: BaseException | None = None
 
     def get_loop(self) -> asyncio.AbstractEventLoop:
@@ -58,15 +58,16 @@ class _EagerFuture:
     def done(self) -> bool:
         return self._done
 
-    def result(self) -> int:
+    def result(self) -> StepResult:
         if self._exception is not None:
             raise self._exception
+        assert self._result is not None
         return self._result
 
     def exception(self) -> BaseException | None:
         return self._exception
 
-    def _settle(self, result: int, exception: BaseException | None) -> None:
+    def _settle(self, result: StepResult | None, exception: BaseException | None) -> None:
         if self._done:
             return
         self._done, self._result, self._exception = True, result, exception
@@ -94,15 +95,25 @@ class PyodideBackend:
         self._callbacks = (create_proxy(self._on_token), create_proxy(self._on_step_error))
         bridge.setStepCallbacks(*self._callbacks)
 
-    def _on_token(self, ticket: int, token: int) -> None:
+    def _on_token(self, ticket: int, token: int, logprobs: str | None = None) -> None:
         future = self._steps.pop(ticket, None)
-        if future is not None:
-            future._settle(int(token), None)
+        if future is None:
+            return
+        try:
+            if isinstance(logprobs, str):
+                logprob, top = loads(logprobs)
+                result = StepResult(int(token), logprob, tuple((int(i), lp) for i, lp in top))
+            else:
+                result = StepResult(int(token))
+        except Exception as exc:  # noqa: BLE001 - a waiter must never be left hanging
+            future._settle(None, InternalError(f"bad step result from the bridge: {exc}"))
+            return
+        future._settle(result, None)
 
     def _on_step_error(self, ticket: int, message: str) -> None:
         future = self._steps.pop(ticket, None)
         if future is not None:
-            future._settle(0, InternalError(f"forward pass failed: {message}"))
+            future._settle(None, InternalError(f"forward pass failed: {message}"))
 
     async def load_model(self, model_id: str, device: str, progress: ProgressFn | None) -> ModelInfo:
         def on_progress(p: Any) -> None:
@@ -111,7 +122,7 @@ class PyodideBackend:
 
         callback = create_proxy(on_progress)
         try:
-            info = json.loads(await self._bridge.loadModel(model_id, device, callback, None))
+            info = loads(await self._bridge.loadModel(model_id, device, callback, None))
         except JsException as exc:
             raise ModelLoadError(f"could not load model {model_id!r}: {exc.message}", "model") from None
         finally:
@@ -128,25 +139,28 @@ class PyodideBackend:
         await self._bridge.unloadModel(model_id)
 
     def apply_chat_template(self, model_id: str, messages: list[dict[str, str]]) -> list[int]:
-        return self._bridge.applyChatTemplate(model_id, json.dumps(messages)).to_py().tolist()
+        return self._bridge.applyChatTemplate(model_id, dumps(messages)).to_py().tolist()
 
-    def encode(self, model_id: str, text: str) -> list[int]:
-        return self._bridge.encode(model_id, text).to_py().tolist()
+    def encode(self, model_id: str, text: str, add_special_tokens: bool = False) -> list[int]:
+        return self._bridge.encode(model_id, text, add_special_tokens).to_py().tolist()
 
     def decode(self, model_id: str, ids: list[int]) -> str:
         return self._bridge.decode(model_id, to_js(ids))
 
-    def reset(self, model_id: str) -> None:
-        self._bridge.reset(model_id)
+    def truncate(self, model_id: str, n: int) -> int:
+        return int(self._bridge.truncate(model_id, n))
 
     def set_sampling(self, model_id: str, params: SamplingParams) -> None:
-        self._bridge.setSampling(model_id, json.dumps(params.to_dict()))
+        self._bridge.setSampling(model_id, dumps(params.to_dict()))
+
+    def next_choice(self, model_id: str) -> None:
+        self._bridge.nextChoice(model_id)
 
     def token_bytes(self, model_id: str) -> TokenBytes | None:
-        spec = json.loads(self._bridge.tokenTable(model_id))
+        spec = loads(self._bridge.tokenTable(model_id))
         return build_token_bytes(spec["decoder"], spec["vocab"], [tuple(a) for a in spec["added"]])
 
-    async def step(self, model_id: str, ids: list[int]) -> int:
+    async def step(self, model_id: str, ids: list[int]) -> StepResult:
         self._ticket += 1
         ticket = self._ticket
         future = _EagerFuture(asyncio.get_running_loop())
@@ -161,7 +175,7 @@ class PyodideBackend:
 
     async def embed(self, model_id: str, texts: list[str]) -> Embeddings:
         try:
-            out = await self._bridge.embed(model_id, json.dumps(texts))
+            out = await self._bridge.embed(model_id, dumps(texts))
         except JsException as exc:
             raise InternalError(f"embedding failed: {exc.message}") from None
         rows, dims = (int(d) for d in out.dims)

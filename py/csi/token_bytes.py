@@ -17,6 +17,8 @@ class TokenBytes:
 
     table: list[bytes]
     strip_leading_space: bool = False
+    specials: dict[int, bytes] | None = None
+    """The text of special tokens (left out of ``table``), for callers that want them shown."""
 
 
 def _byte_level_alphabet() -> dict[str, int]:
@@ -65,6 +67,9 @@ def build_token_bytes(decoder: dict[str, Any] | None, vocab: list[str | None],
             table[i] = bytes([int(token[3:5], 16)])
         else:
             table[i] = token.replace("\u2581", " ").encode()
+    specials = {}
     for i, content, special in added:
         table[i] = b"" if special else content.encode()
-    return TokenBytes(table, strip_leading_space=strip)
+        if special:
+            specials[i] = content.encode()
+    return TokenBytes(table, strip_leading_space=strip, specials=specials)

@@ -1,7 +1,9 @@
 """The worker's message protocol, in pure Python: one JSON message in, JSON messages out.
 
-Page -> worker: ``{id, type, ...}`` with type ``load`` (model_ids, device), ``chat`` (request),
-``embeddings`` (request), ``reset_chat``, ``unload``, ``cancel`` (target), ``interrupt``.
+Page -> worker: ``{id, type, ...}`` with type ``load`` (model_ids, device), ``chat``,
+``completion``, ``embeddings``, ``csi_complete``, ``csi_chat``, ``llm_infer``, ``llm_embeddings``,
+``remote_generate``, ``remote_llm_type`` (each with ``request``), ``reset_chat``, ``unload``,
+``cancel`` (target), ``interrupt``.
 Worker -> page: ``{id, type: "progress", progress}``, ``{id, type: "chunk", chunk}`` (one per
 streamed chunk, pushed without a round trip), ``{id, type: "result", result}`` (ends every
 request; ``null`` after a stream) or ``{id, type: "error", error: {name, message, param}}``.
@@ -14,10 +16,21 @@ from collections.abc import Callable
 from json import dumps, loads
 from typing import Any
 
+from . import openai_face, seed_faces
 from .engine import Engine
 from .errors import InvalidInputError, error_to_dict
 
 Post = Callable[[str], None]
+
+# message type -> face function(engine, request) answering in one piece
+_SEED_FACES = {
+    "csi_complete": seed_faces.csi_complete,
+    "csi_chat": seed_faces.csi_chat,
+    "llm_infer": seed_faces.llm_infer,
+    "llm_embeddings": seed_faces.llm_generate_embeddings,
+    "remote_generate": seed_faces.remote_generate,
+    "remote_llm_type": seed_faces.remote_llm_type,
+}
 
 
 class WorkerApp:
@@ -71,10 +84,20 @@ class WorkerApp:
                     self._post(head + chunk.model_dump_json() + "}")
                 return None
             return (await engine.chat_completion(request, request_id)).model_dump(mode="json")  # type: ignore[arg-type]
+        if kind == "completion":
+            request = msg.get("request")
+            if isinstance(request, dict) and request.get("stream"):
+                head = '{"id":' + dumps(request_id) + ',"type":"chunk","chunk":'
+                async for chunk in openai_face.completion_stream(engine, request, request_id):
+                    self._post(head + chunk.model_dump_json() + "}")
+                return None
+            return (await openai_face.completion(engine, request, request_id)).model_dump(mode="json")  # type: ignore[arg-type]
+        if kind in _SEED_FACES:
+            return await _SEED_FACES[kind](engine, msg.get("request"))
         if kind == "embeddings":
             return (await engine.embeddings(msg.get("request"))).model_dump(mode="json")  # type: ignore[arg-type]
         if kind == "reset_chat":
-            engine.reset_chat()
+            await engine.reset_chat()
             return None
         if kind == "unload":
             await engine.unload()
