@@ -4,12 +4,13 @@ generation path every API face streams from."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import openai_face
-from .backend import Backend, ModelInfo, ProgressFn, StepResult
+from .backend import Backend, Embeddings, ModelInfo, ProgressFn, StepResult
 from .errors import ContextWindowExceededError, InvalidInputError, ModelNotSupportedError
 from .generation import GenerationParams, GenerationStats, TextDelta, generate
 from .openai_types import ChatCompletion, ChatCompletionChunk, CreateEmbeddingResponse
@@ -48,6 +49,7 @@ class Engine:
         self._interrupt_epoch = 0
         self._cancelled: set[str] = set()
         self._active: set[str] = set()
+        self._run_ids = itertools.count()
         self.device = "wasm"
 
     # ---- lifecycle -----------------------------------------------------------------------------
@@ -140,7 +142,7 @@ class Engine:
         with the previous request (later choices reuse the prompt). ``interrupt()`` and
         ``cancel(request_id)`` end the running choice with ``abort`` and skip the rest.
         """
-        key = request_id or f"anon-{id(params)}-{id(prompt_ids)}"
+        key = request_id or f"run-{next(self._run_ids)}"
         self._active.add(key)
         try:
             async with self._locks[model.model_id]:
@@ -170,6 +172,11 @@ class Engine:
         finally:
             self._active.discard(key)
             self._cancelled.discard(key)
+
+    async def embed(self, model: ModelInfo, texts: list[str]) -> Embeddings:
+        """Sentence embeddings, in turn with the model's other requests."""
+        async with self._locks[model.model_id]:
+            return await self.backend.embed(model.model_id, texts)
 
     async def complete(
         self, model: ModelInfo, prompt_ids: list[int], params: GenerationParams, n: int = 1,

@@ -300,8 +300,7 @@ async def completion(engine: Engine, request: dict[str, Any], request_id: str | 
 async def embeddings(engine: Engine, request: dict[str, Any]) -> CreateEmbeddingResponse:
     req = parse_request(EmbeddingRequest, request)
     model = engine.resolve_model(req.model, "embedding")
-    async with engine._locks[model.model_id]:
-        result = await engine.backend.embed(model.model_id, req.texts)
+    result = await engine.embed(model, req.texts)
     return CreateEmbeddingResponse(
         model=model.model_id,
         data=[EmbeddingData(index=i, embedding=v) for i, v in enumerate(result.vectors)],

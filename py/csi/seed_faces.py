@@ -188,8 +188,7 @@ async def llm_generate_embeddings(engine: Engine, request: Any) -> dict[str, Any
     model = engine.resolve_model(req.model, "embedding")
     if not req.text:
         return {"embeddings": [], "usage": {"prompt_token_count": 0}}
-    async with engine._locks[model.model_id]:
-        result = await engine.backend.embed(model.model_id, req.text)
+    result = await engine.embed(model, req.text)
     return {"embeddings": result.vectors, "usage": {"prompt_token_count": result.prompt_tokens}}
 
 
