@@ -65,7 +65,7 @@ async ([messages, tokens, rounds]) => {
             decode_tokens_per_s: (s.length - 1) / ((s.at(-1) - s[0]) / 1000)};
   }
 
-  const full = {top_p: 0.9, temperature: 0.7, seed: 1, stop: ['<<never>>', '\n\n\n\n'], logprobs: true,
+  const full = {top_p: 0.9, temperature: 0.7, seed: 1, stop: ['<<never>>', '\\n\\n\\n'], logprobs: true,
                 top_logprobs: 5};
   for (let i = 0; i < 3; i++) { await ours(); await ours(full); await theirs(); await theirsStreamed(); }  // warm-up
   const runs = {csi_web: [], csi_web_full: [], transformers_js: [], transformers_js_streamed: [], raw: []};
@@ -78,12 +78,12 @@ async ([messages, tokens, rounds]) => {
   }
 
   // second turn: time to first token with the prefix cache, and after resetChat() without it
-  const first = await engine.chat.completions.create({messages, temperature: 0, max_tokens: 64, ignore_eos: true});
+  const first = await engine.chat.completions.create({messages, temperature: 0, max_tokens: 64});
   const second = [...messages, {role: 'assistant', content: first.choices[0].message.content},
                   {role: 'user', content: 'And what does json.loads do? Explain it in detail, please.'}];
   const turn = {warm: [], cold: [], cached_tokens: 0, prompt_tokens: 0};
   for (let i = 0; i < rounds; i++) {
-    await engine.chat.completions.create({messages, temperature: 0, max_tokens: 64, ignore_eos: true});
+    await engine.chat.completions.create({messages, temperature: 0, max_tokens: 64});
     const w = await engine.chat.completions.create({messages: second, temperature: 0, max_tokens: 2});
     turn.warm.push(w.usage.extra.time_to_first_token_s);
     turn.cached_tokens = w.usage.prompt_tokens_details.cached_tokens;
