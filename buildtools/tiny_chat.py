@@ -23,7 +23,6 @@ import math
 import os
 import random
 import re
-import shutil
 import sys
 import time
 import warnings
@@ -46,6 +45,8 @@ from transformers import (
     LlamaConfig,
     LlamaForCausalLM,
 )
+
+from .atomic_dir import replacing
 
 CONTEXT_LENGTH = 1024
 VOCAB_SIZE = 4096
@@ -941,12 +942,7 @@ def build(out_dir: Path) -> None:
     torch.set_num_threads(NUM_THREADS)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     started = time.monotonic()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    try:
+    with replacing(out_dir) as tmp:
         items = collect_doc_items()
         conversations = build_conversations(items)
         corpus_chars = sum(len(render_chat(c)) for c in conversations)
@@ -977,16 +973,6 @@ def build(out_dir: Path) -> None:
         print(f"greedy generation, ORT loop == transformers generate(): {matched} tokens")
         _print_samples(reference, tokenizer)
 
-        if out_dir.exists():
-            old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
-            out_dir.rename(old)
-            tmp.rename(out_dir)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     tail = sum(losses[-LOG_EVERY:]) / len(losses[-LOG_EVERY:])
     print(f"built {out_dir} in {time.monotonic() - started:.0f}s (final loss {tail:.3f})")
 
