@@ -88,12 +88,13 @@ def token_logprobs(engine: Engine, model_id: str, steps: list[StepResult]) -> li
         raw = engine.token_bytes(model_id, token)
         return raw.decode("utf-8", errors="replace"), list(raw)
 
+    # built from the engine's own data on the per-token path: no validation needed
     out = []
     for step in steps:
         text, raw = entry(step.token)
-        top = [TopLogprob(token=t, logprob=lp, bytes=b) for t, b, lp in
+        top = [TopLogprob.model_construct(token=t, logprob=lp, bytes=b) for t, b, lp in
                ((*entry(tid), lp) for tid, lp in step.top)]
-        out.append(TokenLogprob(token=text, logprob=step.logprob or 0.0, bytes=raw, top_logprobs=top))
+        out.append(TokenLogprob.model_construct(token=text, logprob=step.logprob or 0.0, bytes=raw, top_logprobs=top))
     return out
 
 
