@@ -35,7 +35,6 @@ function yieldToEventLoop() {
 
 /**
  * @typedef {{stage: string, file: string|null, loaded: number, total: number, model: string}} Progress
- * @typedef {import("./sampling.js").SamplingParams} SamplingParams
  */
 
 class ChatModel {

@@ -50,7 +50,6 @@ class Engine:
         self._cancelled: set[str] = set()
         self._active: set[str] = set()
         self._run_ids = itertools.count()
-        self.device = "wasm"
 
     # ---- lifecycle -----------------------------------------------------------------------------
 
@@ -61,7 +60,6 @@ class Engine:
         if not model_ids or not all(isinstance(m, str) and m for m in model_ids):
             raise InvalidInputError("model ids must be a non-empty list of non-empty strings", "model")
         await self.unload()
-        self.device = device
         for model_id in dict.fromkeys(model_ids):
             info = await self.backend.load_model(model_id, device, progress)
             self.models[model_id] = info

@@ -42,20 +42,25 @@ if TYPE_CHECKING:
 _NOT_YET = ("tools", "tool_choice", "response_format")
 
 
+def check_common(req: ChatCompletionRequest | CompletionRequest) -> None:
+    """Rules shared by chat and text completions, beyond the field types."""
+    if req.stream_options is not None and not req.stream:
+        raise InvalidInputError("`stream_options` is only allowed when `stream` is true", "stream_options")
+    for key in req.logit_bias or {}:
+        if not key.lstrip("-").isdigit():
+            raise InvalidInputError(f"`logit_bias` keys are token ids; got {key!r}", "logit_bias")
+
+
 def check_chat(req: ChatCompletionRequest) -> None:
     """WebLLM's rules beyond the field types."""
     for name in _NOT_YET:
         if getattr(req, name) not in (None, False):
             raise InvalidInputError(f"`{name}` is not supported yet", name)
-    if req.stream_options is not None and not req.stream:
-        raise InvalidInputError("`stream_options` is only allowed when `stream` is true", "stream_options")
+    check_common(req)
     if req.top_logprobs is not None and not req.logprobs:
         raise InvalidInputError("`top_logprobs` needs `logprobs: true`", "top_logprobs")
     if req.messages[-1].role not in ("user", "tool"):
         raise InvalidInputError("the last message must be from the user or a tool", "messages")
-    for key in req.logit_bias or {}:
-        if not key.lstrip("-").isdigit():
-            raise InvalidInputError(f"`logit_bias` keys are token ids; got {key!r}", "logit_bias")
 
 
 def generation_params(req: ChatCompletionRequest | CompletionRequest, model: ModelInfo) -> GenerationParams:
@@ -196,14 +201,6 @@ async def chat_completion(engine: Engine, request: dict[str, Any], request_id: s
     )
 
 
-def check_completion(req: CompletionRequest) -> None:
-    if req.stream_options is not None and not req.stream:
-        raise InvalidInputError("`stream_options` is only allowed when `stream` is true", "stream_options")
-    for key in req.logit_bias or {}:
-        if not key.lstrip("-").isdigit():
-            raise InvalidInputError(f"`logit_bias` keys are token ids; got {key!r}", "logit_bias")
-
-
 def legacy_logprobs(engine: Engine, model_id: str, steps: list[StepResult], offset: int) -> CompletionLogprobs:
     """OpenAI's legacy completions logprobs: tokens, their logprobs, top alternatives, offsets."""
     tokens, lps, tops, offsets = [], [], [], []
@@ -222,7 +219,7 @@ async def completion_stream(
 ) -> AsyncIterator[Completion]:
     """Stream a text completion of a raw prompt (no chat template), OpenAI's legacy shape."""
     req = parse_request(CompletionRequest, request)
-    check_completion(req)
+    check_common(req)
     model = engine.resolve_model(req.model, "chat")
     params = generation_params(req, model)
     ids = engine.backend.encode(model.model_id, req.prompt, add_special_tokens=True)

@@ -18,6 +18,13 @@ class _Strict(BaseModel):
 # ---- request ---------------------------------------------------------------------------------
 
 
+def stop_list(stop: str | list[str] | None) -> list[str]:
+    """OpenAI's ``stop`` (a string, a list, or nothing) as a list of non-empty strings."""
+    if stop is None:
+        return []
+    return [stop] if isinstance(stop, str) else [s for s in stop if s]
+
+
 class TextContentPart(_Strict):
     type: Literal["text"]
     text: str
@@ -89,9 +96,7 @@ class ChatCompletionRequest(_Strict):
 
     @property
     def stop_list(self) -> list[str]:
-        if self.stop is None:
-            return []
-        return [self.stop] if isinstance(self.stop, str) else [s for s in self.stop if s]
+        return stop_list(self.stop)
 
 
 class CompletionRequest(_Strict):
@@ -122,9 +127,7 @@ class CompletionRequest(_Strict):
 
     @property
     def stop_list(self) -> list[str]:
-        if self.stop is None:
-            return []
-        return [self.stop] if isinstance(self.stop, str) else [s for s in self.stop if s]
+        return stop_list(self.stop)
 
 
 class EmbeddingRequest(_Strict):

@@ -22,6 +22,12 @@ from .errors import InvalidInputError, error_to_dict
 
 Post = Callable[[str], None]
 
+# message type -> (stream, whole) face functions (engine, request, request_id)
+_STREAMABLE = {
+    "chat": (openai_face.chat_completion_stream, openai_face.chat_completion),
+    "completion": (openai_face.completion_stream, openai_face.completion),
+}
+
 # message type -> face function(engine, request) answering in one piece
 _SEED_FACES = {
     "csi_complete": seed_faces.csi_complete,
@@ -76,22 +82,15 @@ class WorkerApp:
                 lambda p: self.send({"id": request_id, "type": "progress", "progress": p}),
             )
             return {"models": [vars(i) for i in infos], "load_s": time.perf_counter() - started}
-        if kind == "chat":
+        if kind in _STREAMABLE:
+            stream, whole = _STREAMABLE[kind]
             request = msg.get("request")
             if isinstance(request, dict) and request.get("stream"):
                 head = '{"id":' + dumps(request_id) + ',"type":"chunk","chunk":'
-                async for chunk in engine.chat_completion_stream(request, request_id):
+                async for chunk in stream(engine, request, request_id):
                     self._post(head + chunk.model_dump_json() + "}")
                 return None
-            return (await engine.chat_completion(request, request_id)).model_dump(mode="json")  # type: ignore[arg-type]
-        if kind == "completion":
-            request = msg.get("request")
-            if isinstance(request, dict) and request.get("stream"):
-                head = '{"id":' + dumps(request_id) + ',"type":"chunk","chunk":'
-                async for chunk in openai_face.completion_stream(engine, request, request_id):
-                    self._post(head + chunk.model_dump_json() + "}")
-                return None
-            return (await openai_face.completion(engine, request, request_id)).model_dump(mode="json")  # type: ignore[arg-type]
+            return (await whole(engine, request, request_id)).model_dump(mode="json")  # type: ignore[arg-type]
         if kind in _SEED_FACES:
             return await _SEED_FACES[kind](engine, msg.get("request"))
         if kind == "embeddings":
