@@ -31,6 +31,8 @@ PYTHON_PINS = {
     "pytest-playwright": "0.10.0",
     "playwright": "1.65.2",
     "ruff": None,
+    "semantic-text-splitter": "0.33.1",  # reference oracle for chunking
+    "lingua-language-detector": "2.1.1",  # reference oracle for select_language
 }
 
 # Browser side: the wheels Pyodide installs in the worker (pydantic and its deps).
