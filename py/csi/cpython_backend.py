@@ -136,6 +136,7 @@ class CPythonBackend:
     def __init__(self, models_dir: str | Path) -> None:
         self.models_dir = Path(models_dir)
         self._models: dict[str, _Chat | _Embedder] = {}
+        self._counters: dict[str, Tokenizer] = {}
 
     async def load_model(self, model_id: str, device: str, progress: ProgressFn | None) -> ModelInfo:
         folder = self.models_dir / model_id
@@ -176,6 +177,24 @@ class CPythonBackend:
 
     async def unload_model(self, model_id: str) -> None:
         self._models.pop(model_id, None)
+
+    def builtin_models(self) -> tuple[str, ...]:
+        if not self.models_dir.is_dir():
+            return ()
+        return tuple(sorted(p.name for p in self.models_dir.iterdir() if (p / "tokenizer.json").exists()))
+
+    async def load_tokenizer(self, model_id: str) -> None:
+        if model_id not in self._counters:
+            path = self.models_dir / model_id / "tokenizer.json"
+            if not path.exists():
+                raise ModelLoadError(f"no tokenizer for {model_id!r} at {path}", "model")
+            tokenizer = Tokenizer.from_file(str(path))
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+            self._counters[model_id] = tokenizer
+
+    def count_tokens(self, model_id: str, texts: list[str]) -> list[int]:
+        return [len(e.ids) for e in self._counters[model_id].encode_batch(texts, add_special_tokens=False)]
 
     def _chat(self, model_id: str) -> _Chat:
         m = self._models[model_id]

@@ -13,7 +13,9 @@ from . import openai_face
 from .backend import Backend, Embeddings, ModelInfo, ProgressFn, StepResult
 from .errors import ContextWindowExceededError, InvalidInputError, ModelNotSupportedError
 from .generation import GenerationParams, GenerationStats, TextDelta, generate
+from .host import Host, LocalHost
 from .openai_types import ChatCompletion, ChatCompletionChunk, CreateEmbeddingResponse
+from .text_services import TextServices
 from .token_bytes import TokenBytes
 
 
@@ -40,8 +42,9 @@ class ChoiceEvent:
 class Engine:
     """One engine behind every API face; owns the models loaded through one ``Backend``."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, host: Host | None = None) -> None:
         self.backend = backend
+        self.host: Host = host if host is not None else LocalHost()
         self.models: dict[str, ModelInfo] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._token_bytes: dict[str, TokenBytes | None] = {}
@@ -50,6 +53,7 @@ class Engine:
         self._cancelled: set[str] = set()
         self._active: set[str] = set()
         self._run_ids = itertools.count()
+        self.text = TextServices(backend, self.host, lambda: self.models)
 
     # ---- lifecycle -----------------------------------------------------------------------------
 

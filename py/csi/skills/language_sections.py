@@ -1,0 +1,33 @@
+"""Example skill: split a text into chunks with offsets and tell the language of each."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from csi.sdk import ChunkParams, ChunkRequest, Csi, Language, SelectLanguageRequest, skill
+
+
+class Input(BaseModel):
+    text: str
+    languages: list[Language] = Field(min_length=1, description="The languages to choose from (ISO 639-3)")
+    model: str = Field(default="all-minilm-l6-v2", description="The model whose tokenizer sizes the chunks")
+    max_tokens: int = Field(default=64, ge=1)
+
+
+class Section(BaseModel):
+    offset: int = Field(description="Where the section starts in the text, in characters")
+    text: str
+    language: Language | None
+
+
+class Output(BaseModel):
+    sections: list[Section]
+
+
+@skill
+def language_sections(csi: Csi, input: Input) -> Output:
+    """Sections of a multilingual text, each with its detected language."""
+    [chunks] = csi.chunk_with_offsets_concurrent([ChunkRequest(input.text, ChunkParams(input.model, input.max_tokens))])
+    found = csi.select_language_concurrent([SelectLanguageRequest(c.text, input.languages) for c in chunks])
+    sections = [Section(offset=c.offset, text=c.text, language=lang) for c, lang in zip(chunks, found, strict=True)]
+    return Output(sections=sections)

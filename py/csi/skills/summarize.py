@@ -1,0 +1,30 @@
+"""Example skill: chunk a long text with the model's tokenizer, then complete a summary per chunk."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from csi.sdk import ChunkParams, CompletionParams, CompletionRequest, Csi, skill
+
+
+class Input(BaseModel):
+    text: str = Field(description="The text to summarize")
+    model: str = Field(default="tiny-chat", description="A loaded chat model")
+    chunk_tokens: int = Field(default=128, ge=8, description="Tokens per chunk")
+    summary_tokens: int = Field(default=32, ge=1, le=512, description="Tokens per chunk summary")
+
+
+class Output(BaseModel):
+    summary: str
+    chunks: int
+
+
+@skill
+def summarize(csi: Csi, input: Input) -> Output:
+    """Summarize a text of any length: one greedy summary line per chunk, joined."""
+    chunks = csi.chunk(input.text, ChunkParams(input.model, max_tokens=input.chunk_tokens))
+    params = CompletionParams(max_tokens=input.summary_tokens, temperature=0.0, stop=["\n"],
+                              return_special_tokens=False)
+    requests = [CompletionRequest(input.model, f"Text: {c}\nOne-line summary:", params) for c in chunks]
+    lines = [c.text.strip() for c in csi.complete_concurrent(requests)]
+    return Output(summary=" ".join(line for line in lines if line), chunks=len(chunks))
