@@ -122,10 +122,29 @@ export class WebWorkerEngine {
     this.chat = { completions: { create: (request) => this.createStreamable("chat", request) } };
     this.completions = { create: (request) => this.createStreamable("completion", request) };
     this.embeddings = { create: (request) => this.send("embeddings", { request }) };
-    /** The CSI inference interface (pharia:skill@0.3.0): batches in, results in request order. */
+    /** The CSI (pharia:skill@0.3.0): batches in, results in request order. */
     this.csi = {
       complete: (requests) => this.send("csi_complete", { request: requests }).then(bytesToArrays),
       chat: (requests) => this.send("csi_chat", { request: requests }).then(bytesToArrays),
+      /** `[{text, params: {model, max_tokens, overlap}}]` -> chunks (strings) per request */
+      chunk: (requests) => this.send("csi_chunk", { request: requests }),
+      /** like `chunk`, each chunk as `{text, byte_offset, character_offset}` (offsets in UTF-8 bytes and code points) */
+      chunkWithOffsets: (requests) => this.send("csi_chunk_with_offsets", { request: requests }),
+      /** `[{text, languages}]` -> an ISO 639-3 code or null per request */
+      selectLanguage: (requests) => this.send("csi_select_language", { request: requests }),
+    };
+    /** Skills: Python functions decorated with `@skill` (csi.sdk), kept in IndexedDB across reloads. */
+    this.skills = {
+      /** @param {{name: string, source: string}} skill -> `{name, description, input_schema, output_schema}` */
+      register: ({ name, source }) => this.send("skills_register", { name, source }),
+      /** -> `[{name, description, builtin, error}]` */
+      list: () => this.send("skills_list"),
+      /** @param {string} name -> `{description, input_schema, output_schema}` */
+      metadata: (name) => this.send("skills_metadata", { name }),
+      /** @param {string} name @param {any} input a JSON value -> the skill's output (a JSON value) */
+      run: (name, input) => this.send("skills_run", { name, input }),
+      /** @param {string} name */
+      remove: (name) => this.send("skills_remove", { name }),
     };
     /** Spin's `llm` interface (with the stop / optional max-tokens / finish-reason proposal). */
     this.llm = {

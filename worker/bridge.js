@@ -175,7 +175,47 @@ export class Bridge {
   constructor() {
     /** @type {Map<string, ChatModel|EmbeddingModel>} */
     this.models = new Map();
+    /** @type {Map<string, any>} tokenizers loaded for chunking alone (no weights) */
+    this.tokenizers = new Map();
     this.lastYield = 0;
+  }
+
+  builtinModels() {
+    return BUILTIN_MODELS;
+  }
+
+  /** @param {string} id */
+  tokenizerOf(id) {
+    const m = this.models.get(id);
+    if (m instanceof ChatModel) return m.tokenizer;
+    if (m instanceof EmbeddingModel) return m.extractor.tokenizer;
+    return this.tokenizers.get(id) ?? null;
+  }
+
+  /**
+   * Make `countTokens` work for a loaded model or a built-in one (its tokenizer only). Other ids
+   * are refused: chunking never reaches out to the network.
+   * @param {string} id
+   */
+  async loadTokenizer(id) {
+    if (this.tokenizerOf(id)) return;
+    if (!BUILTIN_MODELS.includes(id)) throw new Error(`${id} is neither loaded nor built in`);
+    this.tokenizers.set(id, await AutoTokenizer.from_pretrained(id));
+  }
+
+  /**
+   * Token counts (no special tokens) of a batch of texts.
+   * @param {string} id @param {string} textsJson
+   */
+  countTokens(id, textsJson) {
+    const tokenizer = this.tokenizerOf(id);
+    if (!tokenizer) throw new Error(`no tokenizer is loaded for ${id}`);
+    const texts = JSON.parse(textsJson);
+    const out = new Int32Array(texts.length);
+    for (let i = 0; i < texts.length; i++) {
+      out[i] = tokenizer.encode(texts[i], { add_special_tokens: false }).length;
+    }
+    return out;
   }
 
   /**

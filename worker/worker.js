@@ -4,6 +4,7 @@
 
 import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
 import { Bridge } from "./bridge.js";
+import { Host } from "./host.js";
 
 const SITE = new URL("../", import.meta.url);
 
@@ -33,7 +34,7 @@ async function boot(id) {
     { messageCallback: () => {}, errorCallback: (e) => console.error(e) },
   );
   const mod = pyodide.pyimport("csi.pyodide_backend");
-  const created = mod.create_app(new Bridge(), post);
+  const created = mod.create_app(new Bridge(), new Host(), post);
   mod.destroy();
   const t2 = performance.now();
   bootProgress(id, "python-ready", 1);

@@ -9,11 +9,14 @@ import asyncio
 from json import dumps, loads
 from typing import Any
 
-from pyodide.ffi import JsException, create_proxy, to_js
+from pyodide.ffi import JsException, create_proxy, run_sync, to_js
 
 from .backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult
 from .engine import Engine
-from .errors import InternalError, ModelLoadError
+from .errors import InternalError, ModelLoadError, ModelNotSupportedError
+from .sdk.csi import Csi
+from .sdk.engine_csi import EngineCsi
+from .skill_registry import SkillRegistry
 from .token_bytes import TokenBytes, build_token_bytes
 from .worker_app import Post, WorkerApp
 
@@ -173,6 +176,18 @@ class PyodideBackend:
             raise InternalError(f"forward pass failed: {exc.message}") from None
         return await future
 
+    def builtin_models(self) -> tuple[str, ...]:
+        return tuple(self._bridge.builtinModels())
+
+    async def load_tokenizer(self, model_id: str) -> None:
+        try:
+            await self._bridge.loadTokenizer(model_id)
+        except JsException as exc:
+            raise ModelNotSupportedError(f"no tokenizer for {model_id!r}: {exc.message}", "model") from None
+
+    def count_tokens(self, model_id: str, texts: list[str]) -> list[int]:
+        return self._bridge.countTokens(model_id, dumps(texts)).to_py().tolist()
+
     async def embed(self, model_id: str, texts: list[str]) -> Embeddings:
         try:
             out = await self._bridge.embed(model_id, dumps(texts))
@@ -184,6 +199,36 @@ class PyodideBackend:
         return Embeddings(vectors=vectors, prompt_tokens=int(out.tokens), dims=dims)
 
 
-def create_app(bridge: Any, post: Post) -> WorkerApp:
-    """Entry point for worker.js: an app whose engine runs on the JS bridge."""
-    return WorkerApp(Engine(PyodideBackend(bridge)), post)
+class PyodideHost:
+    """``Host`` over worker/host.js: language data by fetch, skills in IndexedDB."""
+
+    def __init__(self, host: Any) -> None:
+        self._host = host
+
+    async def language_data(self, code: str) -> bytes:
+        try:
+            return (await self._host.languageData(code)).to_bytes()
+        except JsException as exc:
+            raise InternalError(f"could not fetch the language data of {code!r}: {exc.message}") from None
+
+    async def stored_skills(self) -> dict[str, str]:
+        return loads(await self._host.storedSkills())
+
+    async def store_skill(self, name: str, source: str) -> None:
+        await self._host.storeSkill(name, source)
+
+    async def delete_skill(self, name: str) -> None:
+        await self._host.deleteSkill(name)
+
+
+def create_app(bridge: Any, host: Any, post: Post) -> WorkerApp:
+    """Entry point for worker.js: an app whose engine runs on the JS bridge and host."""
+    engine = Engine(PyodideBackend(bridge), PyodideHost(host))
+
+    async def run_skill(body: Any) -> bytes:
+        # JS promise integration: the skill's synchronous CSI calls suspend its stack while the
+        # engine (on this same event loop) serves them.
+        csi: Csi = EngineCsi(engine, run_sync)
+        return body(csi)
+
+    return WorkerApp(engine, post, SkillRegistry(engine, run_skill))

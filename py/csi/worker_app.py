@@ -2,8 +2,10 @@
 
 Page -> worker: ``{id, type, ...}`` with type ``load`` (model_ids, device), ``chat``,
 ``completion``, ``embeddings``, ``csi_complete``, ``csi_chat``, ``llm_infer``, ``llm_embeddings``,
-``remote_generate``, ``remote_llm_type`` (each with ``request``), ``reset_chat``, ``unload``,
-``cancel`` (target), ``interrupt``.
+``remote_generate``, ``remote_llm_type``, ``csi_chunk``, ``csi_chunk_with_offsets``,
+``csi_select_language`` (each with ``request``), ``skills_register`` (name, source), ``skills_list``,
+``skills_metadata`` (name), ``skills_run`` (name, input), ``skills_remove`` (name), ``reset_chat``,
+``unload``, ``cancel`` (target), ``interrupt``.
 Worker -> page: ``{id, type: "progress", progress}``, ``{id, type: "chunk", chunk}`` (one per
 streamed chunk, pushed without a round trip), ``{id, type: "result", result}`` (ends every
 request; ``null`` after a stream) or ``{id, type: "error", error: {name, message, param}}``.
@@ -16,9 +18,10 @@ from collections.abc import Callable
 from json import dumps, loads
 from typing import Any
 
-from . import openai_face, seed_faces
+from . import openai_face, seed_faces, text_faces
 from .engine import Engine
 from .errors import InvalidInputError, error_to_dict
+from .skill_registry import SkillRegistry
 
 Post = Callable[[str], None]
 
@@ -36,15 +39,19 @@ _SEED_FACES = {
     "llm_embeddings": seed_faces.llm_generate_embeddings,
     "remote_generate": seed_faces.remote_generate,
     "remote_llm_type": seed_faces.remote_llm_type,
+    "csi_chunk": text_faces.csi_chunk,
+    "csi_chunk_with_offsets": text_faces.csi_chunk_with_offsets,
+    "csi_select_language": text_faces.csi_select_language,
 }
 
 
 class WorkerApp:
     """Dispatches page messages to the engine and posts replies through ``post``."""
 
-    def __init__(self, engine: Engine, post: Post) -> None:
+    def __init__(self, engine: Engine, post: Post, skills: SkillRegistry | None = None) -> None:
         self.engine = engine
         self._post = post
+        self.skills = skills or SkillRegistry(engine)
 
     def send(self, message: dict[str, Any]) -> None:
         self._post(dumps(message, separators=(",", ":")))
@@ -93,6 +100,8 @@ class WorkerApp:
             return (await whole(engine, request, request_id)).model_dump(mode="json")  # type: ignore[arg-type]
         if kind in _SEED_FACES:
             return await _SEED_FACES[kind](engine, msg.get("request"))
+        if kind.startswith("skills_"):
+            return await self._skills(kind, msg)
         if kind == "embeddings":
             return (await engine.embeddings(msg.get("request"))).model_dump(mode="json")  # type: ignore[arg-type]
         if kind == "reset_chat":
@@ -106,5 +115,20 @@ class WorkerApp:
             return None
         if kind == "interrupt":
             engine.interrupt()
+            return None
+        raise InvalidInputError(f"unknown message type {kind!r}", "type")
+
+    async def _skills(self, kind: str, msg: dict[str, Any]) -> Any:
+        skills = self.skills
+        if kind == "skills_register":
+            return await skills.register(msg.get("name"), msg.get("source"))
+        if kind == "skills_list":
+            return await skills.list()
+        if kind == "skills_metadata":
+            return await skills.metadata(msg.get("name"))
+        if kind == "skills_run":
+            return await skills.run(msg.get("name"), msg.get("input"))
+        if kind == "skills_remove":
+            await skills.remove(msg.get("name"))
             return None
         raise InvalidInputError(f"unknown message type {kind!r}", "type")

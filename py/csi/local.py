@@ -1,0 +1,50 @@
+"""A CSI for CPython: test skills with pytest against the same engine code the browser runs,
+on onnxruntime and HF tokenizers (``csi.cpython_backend``; needs numpy, onnxruntime, tokenizers).
+
+    with local_csi("dist", ["tiny-chat"]) as csi:
+        out = my_skill(csi, Input(...))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from .engine import Engine
+from .host import LocalHost
+from .sdk.engine_csi import EngineCsi
+
+
+@contextmanager
+def local_csi(site: str | Path, models: Sequence[str]) -> Iterator[EngineCsi]:
+    """A ``Csi`` over a built site (``site/models/<id>``, ``site/lang``) with ``models`` loaded.
+
+    The engine lives on an event loop in a thread of its own, so skills (synchronous code) call it
+    from the test's thread exactly as they do in the worker.
+    """
+    from .cpython_backend import CPythonBackend  # noqa: PLC0415 - CPython only
+
+    site = Path(site)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="csi-engine", daemon=True)
+    thread.start()
+
+    def run_sync(aw: object) -> object:
+        async def wrap() -> object:
+            return await aw  # type: ignore[misc]
+
+        return asyncio.run_coroutine_threadsafe(wrap(), loop).result()
+
+    engine = Engine(CPythonBackend(site / "models"), LocalHost(site / "lang"))
+    try:
+        if models:
+            run_sync(engine.load(list(models)))
+        yield EngineCsi(engine, run_sync)
+    finally:
+        run_sync(engine.unload())
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()

@@ -1,0 +1,159 @@
+"""Skills in CPython: the SDK decorator, the registry (as the worker uses it), and the real engine."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, Field
+
+from csi.engine import Engine
+from csi.errors import InternalError, InvalidInputError
+from csi.host import LocalHost
+from csi.sdk import Csi, Language, skill
+from csi.skill_registry import EXAMPLES, SkillRegistry
+
+from fake_backend import ScriptedBackend
+from skill_sources import ECHO, IMPORT_ERROR, NO_SKILL, RAISES, SYNTAX_ERROR
+
+
+class Echo:
+    """The same models as ECHO's source, written here to compare schemas with pydantic's."""
+
+    class Input(BaseModel):
+        topic: str
+        times: int = Field(default=1, ge=1, le=5)
+
+    class Output(BaseModel):
+        echoed: list[str]
+
+
+class In(BaseModel):
+    x: int
+
+
+def registry(host: LocalHost | None = None) -> SkillRegistry:
+    engine = Engine(ScriptedBackend([b"<eos>", b"a"], [1]), host or LocalHost())
+    return SkillRegistry(engine)
+
+
+def call(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_register_gives_pydantic_schemas_and_docstring():
+    reg = registry()
+    meta = call(reg.register("echo", ECHO))
+    assert meta["name"] == "echo"
+    assert meta["description"] == "Repeat the topic `times` times."
+    assert meta["input_schema"] == Echo.Input.model_json_schema()
+    assert meta["output_schema"] == Echo.Output.model_json_schema()
+    assert call(reg.metadata("echo")) == {k: meta[k] for k in ("description", "input_schema", "output_schema")}
+
+
+def test_run_valid_input_and_invalid_input_names_the_field():
+    reg = registry()
+    call(reg.register("echo", ECHO))
+    assert call(reg.run("echo", {"topic": "owls", "times": 2})) == {"echoed": ["owls", "owls"]}
+    with pytest.raises(InvalidInputError) as err:
+        call(reg.run("echo", {"topic": "owls", "times": 9}))
+    assert err.value.param == "input.times"
+    assert "times" in err.value.message
+    with pytest.raises(InvalidInputError) as err:
+        call(reg.run("echo", {}))
+    assert err.value.param == "input.topic"
+
+
+def test_raising_skill_is_internal_error_with_traceback():
+    reg = registry()
+    call(reg.register("divide", RAISES))
+    assert call(reg.run("divide", {"n": 5})) == 2
+    with pytest.raises(InternalError) as err:
+        call(reg.run("divide", {"n": 0}))
+    message = err.value.message
+    assert "ZeroDivisionError" in message
+    assert "Traceback" in message and "in helper" in message
+    assert "return 10 // n" in message  # the skill's own source line is shown
+
+
+@pytest.mark.parametrize(("source", "line", "kind"), [(SYNTAX_ERROR, 3, "SyntaxError"),
+                                                      (IMPORT_ERROR, 3, "ModuleNotFoundError")])
+def test_broken_source_is_a_typed_error_with_the_line(source, line, kind):
+    reg = registry()
+    with pytest.raises(InvalidInputError) as err:
+        call(reg.register("broken", source))
+    assert err.value.param == "source"
+    assert f"line {line}" in err.value.message and kind in err.value.message
+    assert "broken" not in [s["name"] for s in call(reg.list())]
+
+
+def test_source_must_define_exactly_one_skill_and_names_are_checked():
+    reg = registry()
+    with pytest.raises(InvalidInputError, match="exactly one") as err:
+        call(reg.register("none", NO_SKILL))
+    assert err.value.param == "source"
+    with pytest.raises(InvalidInputError, match="exactly one"):
+        call(reg.register("two", ECHO + ECHO.replace("def echo", "def echo2")))
+    for bad in ["", "has space", "x" * 65, "-lead", 7]:
+        with pytest.raises(InvalidInputError) as err:
+            call(reg.register(bad, ECHO))
+        assert err.value.param == "name"
+    with pytest.raises(InvalidInputError, match="built-in"):
+        call(reg.register("summarize", ECHO))
+    with pytest.raises(InvalidInputError) as err:
+        call(reg.run("nope", {}))
+    assert err.value.param == "name"
+
+
+def test_registered_skills_persist_in_the_host_and_remove_forgets_them():
+    host = LocalHost()
+    reg = registry(host)
+    call(reg.register("echo", ECHO))
+    again = registry(host)  # a new worker over the same storage
+    assert call(again.run("echo", {"topic": "x"})) == {"echoed": ["x"]}
+    listed = {s["name"]: s for s in call(again.list())}
+    assert listed["echo"]["builtin"] is False and listed["summarize"]["builtin"] is True
+    call(again.remove("echo"))
+    assert "echo" not in host.skills
+    with pytest.raises(InvalidInputError):
+        call(again.remove("summarize"))
+    assert "echo" not in [s["name"] for s in call(registry(host).list())]
+
+
+def test_a_stored_skill_that_no_longer_loads_is_listed_with_its_error():
+    host = LocalHost()
+    host.skills["old"] = SYNTAX_ERROR
+    reg = registry(host)
+    [old] = [s for s in call(reg.list()) if s["name"] == "old"]
+    assert "SyntaxError" in old["error"]
+    with pytest.raises(InvalidInputError, match="failed to load"):
+        call(reg.run("old", {}))
+    call(reg.remove("old"))
+
+
+def test_decorated_function_stays_callable_and_checks_its_signature():
+    @skill
+    def double(csi: Csi, input: In) -> int:
+        """Twice x."""
+        return 2 * input.x
+
+    assert double(None, In(x=4)) == 8  # type: ignore[arg-type]
+    assert double.run(None, b'{"x": 5}') == b"10"  # type: ignore[arg-type]
+    assert double.metadata().output_schema == {"type": "integer"}
+    with pytest.raises(TypeError):
+        skill(lambda csi: 1)  # type: ignore[arg-type, return-value]
+    with pytest.raises(TypeError):
+        def untyped(csi: Csi, input: dict) -> int:  # type: ignore[type-arg]
+            return 1
+        skill(untyped)
+
+
+def test_examples_describe_themselves():
+    for module in EXAMPLES.values():
+        mod = importlib.import_module(module)
+        [found] = [v for v in vars(mod).values() if hasattr(v, "metadata") and hasattr(v, "run")]
+        meta = found.metadata()
+        assert meta.description and meta.input_schema["type"] == "object"
+    assert Language("deu") is Language.German
