@@ -82,8 +82,14 @@ def open_engine_page(browser: Any, site_url: str, models: list[str], device: str
     context.on("request", lambda r: requests.append(r.url))
     page = context.new_page()
     page.on("console", lambda m: print(f"[console.{m.type}] {m.text}") if m.type in ("error", "warning") else None)
-    page.goto(site_url + "web/engine.js")  # a same-origin document; index.html would start its own engine
     page.set_default_timeout(300_000)
+    boot_engine(page, site_url, models, device)
+    return EnginePage(page, requests)
+
+
+def boot_engine(page: Any, site_url: str, models: list[str], device: str = "wasm") -> None:
+    """(Re)load the page and create ``window.engine`` in a new worker."""
+    page.goto(site_url + "web/engine.js")  # a same-origin document; index.html would start its own engine
     page.evaluate(
         """async ([models, device]) => {
              const { CreateWebWorkerEngine } = await import('/web/engine.js');
@@ -94,7 +100,6 @@ def open_engine_page(browser: Any, site_url: str, models: list[str], device: str
            }""",
         [models, device],
     )
-    return EnginePage(page, requests)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,7 @@
 """Python sources of skills the tests register, in CPython and in the browser alike."""
 
+from pydantic import BaseModel, Field
+
 ECHO = '''
 """Echo a topic back with a count."""
 from pydantic import BaseModel, Field
@@ -21,6 +23,18 @@ def echo(csi: Csi, input: Input) -> Output:
     """Repeat the topic `times` times."""
     return Output(echoed=[input.topic] * input.times)
 '''
+
+
+class Echo:
+    """The same models as ECHO's source, written here to compare schemas with pydantic's."""
+
+    class Input(BaseModel):
+        topic: str
+        times: int = Field(default=1, ge=1, le=5)
+
+    class Output(BaseModel):
+        echoed: list[str]
+
 
 RAISES = '''
 from pydantic import BaseModel

@@ -7,7 +7,7 @@ import importlib
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from csi.engine import Engine
 from csi.errors import InternalError, InvalidInputError
@@ -16,18 +16,7 @@ from csi.sdk import Csi, Language, skill
 from csi.skill_registry import EXAMPLES, SkillRegistry
 
 from fake_backend import ScriptedBackend
-from skill_sources import ECHO, IMPORT_ERROR, NO_SKILL, RAISES, SYNTAX_ERROR
-
-
-class Echo:
-    """The same models as ECHO's source, written here to compare schemas with pydantic's."""
-
-    class Input(BaseModel):
-        topic: str
-        times: int = Field(default=1, ge=1, le=5)
-
-    class Output(BaseModel):
-        echoed: list[str]
+from skill_sources import ECHO, IMPORT_ERROR, NO_SKILL, RAISES, SYNTAX_ERROR, Echo
 
 
 class In(BaseModel):
