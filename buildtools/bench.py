@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import time
 from pathlib import Path
 
 from .serve import serve_in_thread
@@ -99,6 +100,66 @@ async ([messages, tokens, rounds]) => {
 """
 
 
+CSI_SCRIPT = """
+async ([text, langTexts, rounds]) => {
+  const { CreateWebWorkerEngine } = await import('/web/engine.js');
+  const engine = await CreateWebWorkerEngine(new Worker('/worker/worker.js', {type: 'module'}),
+                                             'all-minilm-l6-v2', {device: 'wasm'});
+  const params = {model: 'all-minilm-l6-v2', max_tokens: 256, overlap: 32};
+  const chunkTimes = [];
+  let chunks = null;
+  for (let i = 0; i < rounds; i++) {
+    const t = performance.now();
+    [chunks] = await engine.csi.chunk([{text, params}]);
+    chunkTimes.push((performance.now() - t) / 1000);
+  }
+  const lang = {calls_per_s: [], first_call_s: null};
+  const t0 = performance.now();
+  await engine.csi.selectLanguage([{text: langTexts[0].text, languages: langTexts[0].languages}]);
+  lang.first_call_s = (performance.now() - t0) / 1000;
+  for (let r = 0; r < rounds; r++) {
+    const t = performance.now();
+    for (const q of langTexts) await engine.csi.selectLanguage([q]);
+    lang.calls_per_s.push(langTexts.length / ((performance.now() - t) / 1000));
+  }
+  return {chunk_s: chunkTimes, chunks, lang};
+}
+"""
+
+
+def _csi_bench(page: object, dist: Path) -> dict[str, object]:
+    """Chunking 1 MB in the worker vs semantic-text-splitter natively; select_language calls/s."""
+    from semantic_text_splitter import TextSplitter
+    from tokenizers import Tokenizer
+
+    from .bench_text import english_text
+    from .lang_bench import language_bench_texts
+
+    text = english_text(1_000_000)
+    tokenizer = Tokenizer.from_file(str(dist / "models" / "all-minilm-l6-v2" / "tokenizer.json"))
+    splitter = TextSplitter.from_huggingface_tokenizer(tokenizer, capacity=256, overlap=32)
+    native_s = []
+    for _ in range(3):
+        t = time.perf_counter()
+        native = splitter.chunks(text)
+        native_s.append(time.perf_counter() - t)
+    lang_texts = language_bench_texts()
+    raw = page.evaluate(CSI_SCRIPT, [text, lang_texts, 3])  # type: ignore[attr-defined]
+    per_lang = sorted(json.loads((dist / "lang" / "index.json").read_text())["languages"].values())
+    worker = statistics.median(raw["chunk_s"])
+    return {
+        "chunking_1mb": {"text_chars": len(text), "max_tokens": 256, "overlap": 32, "tokenizer": "all-minilm-l6-v2",
+                         "worker_s": worker, "native_semantic_text_splitter_s": statistics.median(native_s),
+                         "ratio_worker_to_native": worker / statistics.median(native_s),
+                         "chunks": len(raw["chunks"]), "identical_to_native": raw["chunks"] == native},
+        "select_language_1kb_5_candidates": {
+            "texts": len(lang_texts), "calls_per_s": statistics.median(raw["lang"]["calls_per_s"]),
+            "first_call_with_data_fetch_s": raw["lang"]["first_call_s"]},
+        "language_data_bytes_per_language": {
+            "min": per_lang[0], "median": statistics.median(per_lang), "max": per_lang[-1], "total": sum(per_lang)},
+    }
+
+
 def run_bench(dist: Path) -> int:
     from playwright.sync_api import sync_playwright
 
@@ -110,6 +171,10 @@ def run_bench(dist: Path) -> int:
             page.set_default_timeout(900_000)
             page.goto(url + "web/engine.js")
             raw = page.evaluate(PAGE_SCRIPT, [MESSAGES, TOKENS, ROUNDS])
+            csi_page = browser.new_page()
+            csi_page.set_default_timeout(900_000)
+            csi_page.goto(url + "web/engine.js")
+            csi = _csi_bench(csi_page, dist)
             browser.close()
     finally:
         server.shutdown()
@@ -149,6 +214,7 @@ def run_bench(dist: Path) -> int:
         "cold_start_s": {"total": raw["cold_start_s"], **raw["boot"],
                          "model_and_rest": raw["cold_start_s"] - sum(raw["boot"].values())},
         "transformers_js_model_load_s": raw["tjs_load_s"],
+        **csi,
         "runs": raw["runs"],
     }
     print(json.dumps(result, indent=2))

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .deps import CACHE, ROOT, ensure_pyodide_wheels, log
+from .lang_data import ensure_lang_data
 from .wheel import build_wheel
 
 DIST = ROOT / "dist"
@@ -105,5 +106,6 @@ def build_site() -> Path:
 
     for model_id, folder in build_models().items():
         sync_tree(folder, DIST / "models" / model_id)
+    sync_tree(ensure_lang_data(), DIST / "lang")  # select_language's n-gram data, one file per language
     log(f"dist/ is ready at {DIST}")
     return DIST
