@@ -50,7 +50,7 @@ CHROMIUM = "/usr/bin/chromium"
 
 
 def log(msg: str) -> None:
-    print(f"[build] {msg}", flush=True)
+    print(f"[build] {msg}", file=sys.stderr, flush=True)
 
 
 def run(cmd: list[str], **kw: object) -> None:
