@@ -97,6 +97,8 @@ def test_select_language_equals_lingua(engine_page):
     err = engine_page.call("return await engine.csi.selectLanguage(arg);",
                            [{"text": "x", "languages": ["eng"]}, {"text": "x", "languages": ["eng", "xxx"]}])["error"]
     assert err["name"] == "InvalidInputError" and err["param"] == "requests[1].languages[1]"
+    err = engine_page.call("return await engine.csi.selectLanguage(arg);", [{"text": "x", "languages": []}])["error"]
+    assert err["name"] == "InvalidInputError" and err["param"] == "requests[0].languages"
 
 
 def test_a_skill_using_chat_chunk_and_select_language_agrees_with_cpython(engine_page):

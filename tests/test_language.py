@@ -13,6 +13,7 @@ import random
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -141,6 +142,11 @@ class Reference:
         self._proc = subprocess.Popen([sys.executable, "-c", _LINGUA_JOBS, str(folder / "in.json"), str(self._out)])
         self._done = False
 
+    def close(self) -> None:
+        if self._proc.poll() is None:  # a test failed before waiting for it
+            self._proc.kill()
+            self._proc.wait()
+
     def __getitem__(self, name: str) -> list[Case]:
         if not self._done:
             assert self._proc.wait(timeout=900) == 0, "the lingua reference process failed"
@@ -159,7 +165,7 @@ def corpus() -> dict[str, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def reference(corpus: dict[str, list[str]], tmp_path_factory: pytest.TempPathFactory) -> Reference:
+def reference(corpus: dict[str, list[str]], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reference]:
     rng = random.Random(20240611)
     agreement = []
     for code in LANGUAGES:
@@ -176,8 +182,10 @@ def reference(corpus: dict[str, list[str]], tmp_path_factory: pytest.TempPathFac
         words = [rng.choice(rng.choice(corpus[rng.choice(LANGUAGES)]).split()) for _ in range(rng.randint(1, 6))]
         codes = list(LANGUAGES) if rng.random() < 0.5 else rng.sample(LANGUAGES, rng.randint(2, 6))
         salads.append(Case(" ".join(words), codes))
-    return Reference(tmp_path_factory.mktemp("lingua"), {"agreement": agreement, "single": single, "salads": salads},
-                     {"salads": 3})
+    started = Reference(tmp_path_factory.mktemp("lingua"), {"agreement": agreement, "single": single,
+                                                            "salads": salads}, {"salads": 3})
+    yield started
+    started.close()
 
 
 @pytest.fixture(scope="module")

@@ -62,6 +62,8 @@ class TextServices:
         """The ISO 639-3 code of ``text``'s language among ``languages``, or ``None`` when unclear."""
         from .language import LanguageModels, validate_languages  # noqa: PLC0415 - loaded on first use
 
+        if not languages:
+            raise InvalidInputError("`languages` must name at least one candidate", f"{param}.languages" if param else "languages")
         try:
             codes = validate_languages(languages)
         except CsiError as exc:
