@@ -63,7 +63,8 @@ class TextServices:
         from .language import LanguageModels, validate_languages  # noqa: PLC0415 - loaded on first use
 
         if not languages:
-            raise InvalidInputError("`languages` must name at least one candidate", f"{param}.languages" if param else "languages")
+            where = f"{param}.languages" if param else "languages"
+            raise InvalidInputError("`languages` must name at least one candidate", where)
         try:
             codes = validate_languages(languages)
         except CsiError as exc:
