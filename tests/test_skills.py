@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 from typing import Any
 
@@ -15,6 +14,7 @@ from csi.host import LocalHost
 from csi.sdk import Csi, Language, skill
 from csi.skill_registry import EXAMPLES, SkillRegistry
 
+from conftest import run_async
 from fake_backend import ScriptedBackend
 from skill_sources import ECHO, IMPORT_ERROR, NO_SKILL, RAISES, SYNTAX_ERROR, Echo
 
@@ -29,7 +29,7 @@ def registry(host: LocalHost | None = None) -> SkillRegistry:
 
 
 def call(coro: Any) -> Any:
-    return asyncio.run(coro)
+    return run_async(coro)  # not asyncio.run: once a browser test ran, Playwright owns this thread's loop
 
 
 def test_register_gives_pydantic_schemas_and_docstring():
