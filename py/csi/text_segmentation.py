@@ -43,8 +43,11 @@ class _Segmenter:
         # Properties that never break between one another (letters, spaces, ...): runs of them are skipped with
         # one regex search instead of one table look-up per character.
         n, table = self.n, self.table
+        counts = [0] * n
+        for a, v, b in zip(starts, values, (*starts[1:], 0x110000), strict=True):
+            counts[v] += b - a
         quiet: list[int] = []
-        for p in range(self.last_cp + 1):
+        for p in sorted(range(self.last_cp + 1), key=lambda p: -counts[p]):  # letters first
             if p != self.complex and all(table[p * n + q] == _KEEP and table[q * n + p] == _KEEP for q in [*quiet, p]):
                 quiet.append(p)
         self.quiet = frozenset(quiet)
@@ -102,17 +105,16 @@ def _breaks(seg: _Segmenter, text: str, start: int, end: int, props: bytes | Non
         return buf + text[hi:new_hi].translate(trans).encode("latin-1"), new_hi
 
     p = start  # the current character; the next boundary is searched after it
-    cache: list[int] = []  # pending dictionary boundaries, relative to p (ICU4X's result_cache)
+    cache: list[int] = []  # pending dictionary boundaries (ICU4X's result_cache, here absolute positions)
+    ci = 0
     while True:
-        if cache:
-            first, i = cache[0], 0
-            while i != first:
-                i += 1
-                p += 1
-                if p >= end:
-                    yield end
-                    return
-            cache = [r - i for r in cache[1:]]
+        if ci < len(cache):
+            target = cache[ci]
+            ci += 1
+            if target >= end:
+                yield end
+                return
+            p = target
             yield p
             continue
         while True:  # ICU4X's loop 'a: ``p`` is the left character
@@ -142,7 +144,7 @@ def _breaks(seg: _Segmenter, text: str, start: int, end: int, props: bytes | Non
                 if lp != cx:
                     yield p
                     break
-                found, p, cache = _complex(text, p, end, buf, base, cx, memo)
+                found, p, cache, ci = _complex(text, p, end, buf, base, cx, memo)
                 if found is not None:
                     yield found
                     if found >= end:
@@ -194,10 +196,10 @@ def _breaks(seg: _Segmenter, text: str, start: int, end: int, props: bytes | Non
 
 
 def _complex(text: str, p: int, end: int, buf: bytes, base: int, cx: int,
-             memo: dict | None) -> tuple[int | None, int, list[int]]:
+             memo: dict | None) -> tuple[int | None, int, list[int], int]:
     """ICU4X's ``handle_complex_language``: dictionary boundaries for the run of complex characters from p - 1.
 
-    Returns (boundary or None, new current position, pending boundaries relative to it). ``memo`` keeps the
+    Returns (boundary or None, new current position, boundaries, index of the next pending one). ``memo`` keeps the
     boundaries of the last run seen per run end: greedy matching restarted at one of its boundaries gives the
     same boundaries after it, so segmenting the rest of a long run again (as each chunk does) is free.
     """
@@ -205,21 +207,19 @@ def _complex(text: str, p: int, end: int, buf: bytes, base: int, cx: int,
     a = p - 1
     cached = memo.get(q) if memo is not None else None
     if cached is not None and (cached[0] == a or a in cached[2]):
-        breaks = [b - a for b in cached[1] if b > a]
+        absolute = cached[1]
+        k = bisect_right(absolute, a)
     else:
-        breaks = _complex_language_breaks(text[a:q])
+        breaks, stranded = _complex_language_breaks(text[a:q])
+        absolute = [a + b for b in breaks]
+        k = 0
         if memo is not None:
-            absolute = [a + b for b in breaks]
-            memo[q] = (a, absolute, frozenset(absolute))
-    if not breaks:
-        return None, p, []
-    first, i = breaks[0], 1
-    while i != first:
-        i += 1
-        p += 1
-        if p >= end:
-            return end, p, []
-    return p, p, [r - i for r in breaks[1:]]
+            memo[q] = (a, absolute, frozenset(absolute) - {a + b for b in stranded})
+    if k >= len(absolute):
+        return None, p, [], 0
+    if absolute[k] >= end:
+        return end, p, [], 0
+    return absolute[k], absolute[k], absolute, k + 1
 
 
 def _run_end(text: str, p: int, end: int, buf: bytes, base: int, cx: int) -> int:
@@ -273,9 +273,14 @@ def _language(c: str) -> str | None:
     return None
 
 
-def _complex_language_breaks(s: str) -> list[int]:
-    """ICU4X's ``complex_language_segment_str``: per-language runs, each split by its dictionary."""
+def _complex_language_breaks(s: str) -> tuple[list[int], list[int]]:
+    """ICU4X's ``complex_language_segment_str``: per-language runs, each split by its dictionary.
+
+    Also returns the boundaries after which a run's segmentation stopped short of its end (restarting there
+    would segment the rest, so they are not valid restart points for the memo in ``_complex``).
+    """
     result: list[int] = []
+    stranded: list[int] = []
     offset = 0
     while offset < len(s):
         lang = _language(s[offset])
@@ -286,9 +291,12 @@ def _complex_language_breaks(s: str) -> list[int]:
         if trie is None:
             result.append(stop)
         else:
-            result.extend(offset + b for b in _dictionary_breaks(trie, s[offset:stop]))
+            found = _dictionary_breaks(trie, s[offset:stop])
+            result.extend(offset + b for b in found)
+            if found and found[-1] < stop - offset:
+                stranded.append(offset + found[-1])
         offset = stop
-    return result
+    return result, stranded
 
 
 def _dictionary_breaks(trie: _Trie, s: str) -> list[int]:
