@@ -33,6 +33,7 @@ PYTHON_PINS = {
     "ruff": None,
     "semantic-text-splitter": "0.33.1",  # reference oracle for chunking
     "lingua-language-detector": "2.1.1",  # reference oracle for select_language
+    "regex": "2026.5.9",  # its Unicode 17 tables feed buildtools/unicode_tables.py
 }
 
 # Browser side: the wheels Pyodide installs in the worker (pydantic and its deps).

@@ -8,8 +8,9 @@ dictionaries. This script rebuilds the same state tables and property maps, and 
 
 * character properties (Unicode 17.0.0, the version of ICU4X 2.4's baked data): queried from the PyPI
   ``regex`` module at the pinned version below (it carries the UCD tables of its Unicode version);
-* the rules: ``RULES`` below, a transcription of ICU4X's ``provider/source/data/segmenter/{grapheme,word,
-  sentence}.toml`` into Python data; ``_build_table`` applies them the way ICU4X's datagen does;
+* the rules: ``GRAPHEME``, ``WORD`` and ``SENTENCE`` below, a transcription of ICU4X's
+  ``provider/source/data/segmenter/{grapheme,word,sentence}.toml`` (the versions that reproduce the crate's
+  output) into Python data; ``_build_table`` applies them the way ICU4X's datagen does;
 * the dictionaries: ``brkitr/*.dict`` from ICU's common data inside Debian's ``libicu72`` package
   (``libicudata.so.72``; byte-identical to the dictionaries of ICU 78, which ICU4X 2.4's data comes from).
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import accumulate
 
 from .errors import InvalidInputError
@@ -25,6 +25,10 @@ from .text_segmentation import GRAPHEME, SENTENCE, WORD, grapheme_breaks, proper
 
 TokenCounter = Callable[[list[str]], list[int]]
 """Batch callback: the token count of each text, without special tokens, padding or truncation."""
+
+_Span = tuple[int, int]  # (start, end) character indices
+_Level = tuple[int, _Span, int | None]  # (level, its first section, the level below it to probe with)
+_Step = Callable[[int, int, int, int], "tuple[int, int] | None"]
 
 # Rust's char::is_whitespace (the White_Space property), which str::trim uses.
 _WHITESPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
@@ -69,7 +73,9 @@ class _Sizer:
     def __init__(self, text: str, count_tokens: TokenCounter) -> None:
         self.text = text
         self.count_tokens = count_tokens
-        self.cache: dict[tuple[int, int], int] = {}
+        self.cache: dict[tuple[int, int], int] = {}  # by (trimmed) range
+        self.by_text: dict[str, int] = {}  # the same text elsewhere has the same size (kept for a while)
+        self.by_text_chars = 0
         self.calls = 0
         self.chars = 0
         self.ratio = 0.25  # tokens per character of the latest batch, to guess which sizes a search needs next
@@ -92,22 +98,34 @@ class _Sizer:
         return size
 
     def fetch(self, keys: list[tuple[int, int]]) -> None:
-        keys = [k for k in dict.fromkeys(keys) if k not in self.cache]
-        empty = [k for k in keys if k[0] >= k[1]]
-        for k in empty:
-            self.cache[k] = 0
-        keys = [k for k in keys if k[0] < k[1]]
-        if not keys:
+        cache, by_text = self.cache, self.by_text
+        wanted: dict[str, list[tuple[int, int]]] = {}
+        for key in keys:
+            if key in cache:
+                continue
+            piece = self.text[key[0]:key[1]]
+            known = 0 if not piece else by_text.get(piece)
+            if known is not None:
+                cache[key] = known
+            else:
+                wanted.setdefault(piece, []).append(key)
+        if not wanted:
             return
-        texts = [self.text[a:b] for a, b in keys]
-        sizes = self.count_tokens(texts)
+        texts = list(wanted)
+        sizes = [int(s) for s in self.count_tokens(texts)]
         if len(sizes) != len(texts):
             raise ValueError(f"count_tokens returned {len(sizes)} sizes for {len(texts)} texts")
         self.calls += 1
-        self.chars += sum(map(len, texts))
-        for k, s in zip(keys, sizes, strict=True):
-            self.cache[k] = int(s)
         total = sum(map(len, texts))
+        self.chars += total
+        self.by_text_chars += total
+        if self.by_text_chars > 4_000_000:  # bound the memory held by copies of counted texts
+            by_text.clear()
+            self.by_text_chars = total
+        for piece, size in zip(texts, sizes, strict=True):
+            by_text[piece] = size
+            for key in wanted[piece]:
+                cache[key] = size
         if total >= 64:
             self.ratio = sum(sizes) / total
 
@@ -133,7 +151,7 @@ class _TextChunks:
         self.cursor = 0
         self.prev_item_end = 0
         self.max_chunk_bytes: int | None = None
-        self.next_sections: list[tuple[int, int]] = []
+        self.next_sections: list[_Span] = []
         # UTF-8 byte offset of each char index (the crate measures its heuristics in bytes)
         if text.isascii():
             self.byte = _identity
@@ -223,7 +241,9 @@ class _TextChunks:
 
     # -- choosing the level --------------------------------------------------------------------------------
 
-    def _find_correct_level(self, levels, lower_boundaries_for) -> tuple[int | None, int | None]:
+    def _find_correct_level(self, levels: Iterable[_Level],
+                            lower_boundaries_for: Callable[[int | None, int], Iterator[int]],
+                            ) -> tuple[int | None, int | None]:
         """MemoizedChunkSizer::find_correct_level. ``levels`` yields (level, (start, end), lower level)."""
         semantic_level = None
         max_offset = None
@@ -273,8 +293,9 @@ class _TextChunks:
             boundary = probe(k)
         return _fits(self.sizer.size(start, end), capacity)
 
-    def _prefetch_probes(self, start: int, end: int, k: int, probe, probe_max: int) -> None:
-        """Size, in one call, the probes likely needed before one exceeds ``probe_max`` (cf. _prefetch_path)."""
+    def _prefetch_probes(self, start: int, end: int, k: int, probe: Callable[[int], int | None],
+                         probe_max: int) -> None:
+        """Size, in one call, the probes likely needed before one exceeds ``probe_max`` (cf. _predict_path)."""
         spans = []
         ratio = self.sizer.ratio
         while len(spans) < 6:
@@ -295,7 +316,7 @@ class _TextChunks:
         cursor = self.cursor
         levels = self.suffix_levels[self.range_cursor]
 
-        def semantic_levels():
+        def semantic_levels() -> Iterator[_Level]:
             lower = None
             for level in levels:
                 first = next(self._semantic_chunks(level), None)
@@ -304,7 +325,7 @@ class _TextChunks:
                 if first is not None:
                     yield level, first, candidate_lower
 
-        def semantic_bounds(lower, chunk_end):
+        def semantic_bounds(lower: int | None, chunk_end: int) -> Iterator[int]:
             if lower is None:
                 return iter(())
             return _ends_until(self._semantic_chunks(lower), chunk_end)
@@ -313,13 +334,13 @@ class _TextChunks:
         if semantic_level is not None:
             sections = self._semantic_chunks(semantic_level)
         else:
-            def fallback_levels():
+            def fallback_levels() -> Iterator[_Level]:
                 for level in (_CHAR, _GRAPHEME, _WORD, _SENTENCE):
                     first = next(iter(self._fallback_sections(level)), None)
                     if first is not None:
                         yield level, first, (_WORD if level == _SENTENCE else None)
 
-            def fallback_bounds(lower, chunk_end):
+            def fallback_bounds(lower: int | None, chunk_end: int) -> Iterator[int]:
                 if lower is None:
                     return iter(())
                 return _ends_until(self._fallback_sections(lower), chunk_end)
@@ -421,7 +442,8 @@ class _TextChunks:
                     break
         return start, end
 
-    def _predict_path(self, low: int, high: int, span_of, capacity: int, step) -> list[tuple[int, int]]:
+    def _predict_path(self, low: int, high: int, span_of: Callable[[int], _Span], capacity: int,
+                      step: _Step) -> list[_Span]:
         """The probes a binary search will most likely make from (low, high), to size them in one call.
 
         The path follows predicted sizes (tokens per character of the latest batch) while the prediction is
@@ -518,14 +540,7 @@ def _take_while_start(sections: Iterator[tuple[int, int]], limit: int) -> Iterat
         yield section
 
 
-def _nth(it: Iterator[int], skip: int) -> int | None:
-    for _ in range(skip):
-        if next(it, None) is None:
-            return None
-    return next(it, None)
-
-
-def _coalesce_by_length(levels, byte):
+def _coalesce_by_length(levels: Iterable[_Level], byte: Callable[[int], int]) -> Iterator[_Level]:
     """itertools' coalesce as the crate uses it: drop a level whose first section is not shorter than the next's."""
     prev = None
     for item in levels:
