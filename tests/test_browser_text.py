@@ -110,3 +110,30 @@ def test_a_skill_using_chat_chunk_and_select_language_agrees_with_cpython(engine
     assert browser == cpython
     assert browser["language"] == "deu" and len(browser["chunks"]) > 1 and browser["reply"]
     assert engine_page.foreign_requests() == []
+
+
+EXAMPLE_INPUTS = {
+    "summarize": {"text": "JSON is a lightweight data format. It is easy to read. " * 12, "chunk_tokens": 32},
+    "reply-in-language": {"message": "Wie spät ist es heute in Berlin?"},
+    "language-sections": {"text": "The cat sleeps on the sofa all day long. " * 2
+                          + "Le chat dort sur le canapé toute la journée. " * 2,
+                          "languages": ["eng", "fra", "deu"], "max_tokens": 16},
+}
+
+
+def test_example_skills_run_alike_in_the_browser_and_in_cpython(engine_page):
+    from csi.skill_registry import EXAMPLES
+    from csi.skills import language_sections, reply_in_language, summarize
+
+    skills = {"summarize": summarize.summarize, "reply-in-language": reply_in_language.reply_in_language,
+              "language-sections": language_sections.language_sections}
+    assert set(skills) == set(EXAMPLES)
+    browser = {name: engine_page.ok("return await engine.skills.run(arg[0], arg[1]);", [name, data])
+               for name, data in EXAMPLE_INPUTS.items()}
+    with local_csi(DIST, ["tiny-chat", "all-minilm-l6-v2"]) as csi:
+        for name, data in EXAMPLE_INPUTS.items():
+            skill = skills[name]
+            assert browser[name] == skill(csi, skill.input_type(**data)).model_dump(mode="json"), name
+    assert browser["reply-in-language"]["language"] == "deu"
+    assert [s["language"] for s in browser["language-sections"]["sections"]] == ["eng", "eng", "fra", "fra"]
+    assert browser["summarize"]["chunks"] > 1
