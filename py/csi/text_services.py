@@ -41,11 +41,6 @@ class TextServices:
     async def chunk(self, text: str, model: str, max_tokens: int, overlap: int,
                     param: str = "params") -> list[tuple[int, str]]:
         """``text`` in chunks of at most ``max_tokens`` tokens of ``model``: (character offset, chunk)."""
-        if max_tokens < 1:
-            raise InvalidInputError("`max_tokens` must be at least 1", f"{param}.max_tokens")
-        if overlap >= max_tokens:
-            raise InvalidInputError(
-                f"`overlap` ({overlap}) must be less than `max_tokens` ({max_tokens})", f"{param}.overlap")
         await self._ensure_tokenizer(model, f"{param}.model")
 
         def count(texts: list[str]) -> list[int]:

@@ -7,6 +7,7 @@ engine works); in CPython it waits on an event loop running in another thread.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -41,6 +42,15 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 RunSync = Callable[[Awaitable[Any]], Any]
+
+
+def loop_run_sync(loop: asyncio.AbstractEventLoop) -> RunSync:
+    """A ``run_sync`` for CPython: wait, from another thread, for an awaitable run on ``loop``."""
+
+    async def wrap(aw: Awaitable[Any]) -> Any:
+        return await aw
+
+    return lambda aw: asyncio.run_coroutine_threadsafe(wrap(aw), loop).result()
 
 
 class EngineCsi(Csi):

@@ -60,10 +60,14 @@ class Skill(Generic[In, Out]):
     def __call__(self, csi: Csi, input: In) -> Out:
         return self.func(csi, input)
 
+    @property
+    def description(self) -> str | None:
+        """The skill function's docstring."""
+        return inspect.getdoc(self.func)
+
     def metadata(self) -> SkillMetadata:
         """The docstring and the JSON schemas of the input and output types."""
-        doc = inspect.getdoc(self.func)
-        return SkillMetadata(doc, self.input_type.model_json_schema(), self._output.json_schema())
+        return SkillMetadata(self.description, self.input_type.model_json_schema(), self._output.json_schema())
 
     def run(self, csi: Csi, input: bytes | str) -> bytes:
         """Validate the JSON ``input``, run the skill, return its output as JSON bytes.
