@@ -11,6 +11,7 @@ from typing import Any
 
 from . import openai_face
 from .backend import Backend, Embeddings, ModelInfo, ProgressFn, StepResult
+from .doc_index import DocumentIndex
 from .errors import ContextWindowExceededError, InvalidInputError, ModelNotSupportedError
 from .generation import GenerationParams, GenerationStats, TextDelta, generate
 from .host import Host, LocalHost
@@ -53,7 +54,9 @@ class Engine:
         self._cancelled: set[str] = set()
         self._active: set[str] = set()
         self._run_ids = itertools.count()
+        self._aux_lock = asyncio.Lock()
         self.text = TextServices(backend, self.host, lambda: self.models)
+        self.documents = DocumentIndex(self)
 
     # ---- lifecycle -----------------------------------------------------------------------------
 
@@ -115,6 +118,23 @@ class Engine:
             raise ModelNotSupportedError(f"model {requested!r} is not loaded (loaded: {loaded})", "model")
         if info.kind != kind:
             raise ModelNotSupportedError(f"model {requested!r} is a {info.kind} model, not a {kind} model", "model")
+        return info
+
+    async def embedding_model(self, model_id: str, param: str) -> ModelInfo:
+        """A loaded embedding model, loading a built-in one beside the others if need be."""
+        info = self.models.get(model_id)
+        if info is None:
+            if model_id not in self.backend.builtin_models():
+                known = ", ".join(sorted(set(self.models) | set(self.backend.builtin_models())))
+                raise ModelNotSupportedError(
+                    f"model {model_id!r} is neither loaded nor built in (known: {known})", param)
+            async with self._aux_lock:
+                if model_id not in self.models:
+                    self.models[model_id] = await self.backend.load_model(model_id, "wasm", None)
+                    self._locks[model_id] = asyncio.Lock()
+            info = self.models[model_id]
+        if info.kind != "embedding":
+            raise ModelNotSupportedError(f"model {model_id!r} is a {info.kind} model, not an embedding model", param)
         return info
 
     def token_bytes(self, model_id: str, token: int) -> bytes:

@@ -46,6 +46,12 @@ class ModelLoadError(CsiError):
     name = "ModelLoadError"
 
 
+class NotFoundError(CsiError):
+    """A namespace, collection, index or document the request names does not exist; ``param`` says which."""
+
+    name = "NotFoundError"
+
+
 class InternalError(CsiError):
     """Something failed inside the engine or the backend; the message carries the cause."""
 

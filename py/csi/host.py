@@ -1,6 +1,6 @@
-"""What the engine needs from its surroundings besides model execution: the language data files
-and durable storage for registered skills. The worker implements it over fetch and IndexedDB
-(csi.pyodide_backend); ``LocalHost`` serves CPython from folders and memory."""
+"""What the engine needs from its surroundings besides model execution: the language data files,
+durable storage for registered skills, and the document index's store. The worker implements it
+over fetch and IndexedDB (csi.pyodide_backend); ``LocalHost`` serves CPython from folders and memory."""
 
 from __future__ import annotations
 
@@ -8,9 +8,13 @@ from pathlib import Path
 from typing import Protocol
 
 from .errors import InternalError
+from .index_store import IndexStore, MemoryIndexStore
 
 
 class Host(Protocol):
+    documents: IndexStore
+    """Documents, search indexes and their chunks."""
+
     async def language_data(self, code: str) -> bytes:
         """The compact n-gram data of one language (``lang/<code>.bin`` of the site)."""
         ...
@@ -29,11 +33,12 @@ class Host(Protocol):
 
 
 class LocalHost:
-    """``Host`` for CPython: language data from a folder, skills in memory."""
+    """``Host`` for CPython: language data from a folder, skills and documents in memory."""
 
     def __init__(self, lang_dir: Path | None = None) -> None:
         self.lang_dir = lang_dir
         self.skills: dict[str, str] = {}
+        self.documents: IndexStore = MemoryIndexStore()
 
     async def language_data(self, code: str) -> bytes:
         if self.lang_dir is None:

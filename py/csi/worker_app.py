@@ -3,7 +3,9 @@
 Page -> worker: ``{id, type, ...}`` with type ``load`` (model_ids, device), ``chat``,
 ``completion``, ``embeddings``, ``csi_complete``, ``csi_chat``, ``llm_infer``, ``llm_embeddings``,
 ``remote_generate``, ``remote_llm_type``, ``csi_chunk``, ``csi_chunk_with_offsets``,
-``csi_select_language`` (each with ``request``), ``skills_register`` (name, source), ``skills_list``,
+``csi_select_language``, ``csi_search``, ``csi_documents``, ``csi_document_metadata``,
+``index_create``, ``index_put``, ``index_delete``, ``index_list``, ``index_drop`` (each with
+``request``; ``index_create`` and ``index_put`` report progress), ``skills_register`` (name, source), ``skills_list``,
 ``skills_metadata`` (name), ``skills_run`` (name, input), ``skills_remove`` (name), ``reset_chat``,
 ``unload``, ``cancel`` (target), ``interrupt``.
 Worker -> page: ``{id, type: "progress", progress}``, ``{id, type: "chunk", chunk}`` (one per
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from json import dumps, loads
 from typing import Any
 
-from . import openai_face, seed_faces, text_faces
+from . import index_faces, openai_face, seed_faces, text_faces
 from .engine import Engine
 from .errors import InvalidInputError, error_to_dict
 from .skill_registry import SkillRegistry
@@ -42,6 +44,18 @@ _SEED_FACES = {
     "csi_chunk": text_faces.csi_chunk,
     "csi_chunk_with_offsets": text_faces.csi_chunk_with_offsets,
     "csi_select_language": text_faces.csi_select_language,
+    "csi_search": index_faces.csi_search,
+    "csi_documents": index_faces.csi_documents,
+    "csi_document_metadata": index_faces.csi_document_metadata,
+    "index_delete": index_faces.index_delete,
+    "index_list": index_faces.index_list,
+    "index_drop": index_faces.index_drop,
+}
+
+# message type -> face function(engine, request, progress) that reports progress as it goes
+_PROGRESS_FACES = {
+    "index_create": index_faces.index_create,
+    "index_put": index_faces.index_put,
 }
 
 
@@ -100,6 +114,11 @@ class WorkerApp:
             return (await whole(engine, request, request_id)).model_dump(mode="json")  # type: ignore[arg-type]
         if kind in _SEED_FACES:
             return await _SEED_FACES[kind](engine, msg.get("request"))
+        if kind in _PROGRESS_FACES:
+            return await _PROGRESS_FACES[kind](
+                engine, msg.get("request"),
+                lambda p: self.send({"id": request_id, "type": "progress", "progress": p}),
+            )
         if kind.startswith("skills_"):
             return await self._skills(kind, msg)
         if kind == "embeddings":

@@ -11,8 +11,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .. import seed_faces, text_faces
-from ..errors import InternalError
+from .. import index_faces, seed_faces, text_faces
 from .chunking import Chunk, ChunkRequest, chunk_request_wire
 from .csi import Csi
 from .document_index import (
@@ -85,21 +84,13 @@ class EngineCsi(Csi):
         return [None if code is None else Language(code) for code in out]
 
     def search_concurrent(self, requests: Sequence[SearchRequest]) -> list[list[SearchResult]]:
-        out = self._call(_face("csi_search"), [r.wire() for r in requests])
+        out = self._call(index_faces.csi_search, [r.wire() for r in requests])
         return [[search_result_from_wire(d) for d in results] for results in out]
 
     def documents(self, document_paths: Sequence[DocumentPath]) -> list[Document]:
-        out = self._call(_face("csi_documents"), [path_wire(p) for p in document_paths])
+        out = self._call(index_faces.csi_documents, [path_wire(p) for p in document_paths])
         return [document_from_wire(d) for d in out]
 
     def documents_metadata(self, document_paths: Sequence[DocumentPath]) -> list[JsonSerializable]:
-        return self._call(_face("csi_document_metadata"), [path_wire(p) for p in document_paths])
+        return self._call(index_faces.csi_document_metadata, [path_wire(p) for p in document_paths])
 
-
-def _face(name: str) -> Callable[[Engine, Any], Awaitable[Any]]:
-    """A document-index face by name (they live in their own module once the index exists)."""
-    try:
-        from .. import index_faces  # noqa: PLC0415 - optional until the document index is built
-    except ImportError:
-        raise InternalError("this build has no document index") from None
-    return getattr(index_faces, name)

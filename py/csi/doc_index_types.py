@@ -1,0 +1,86 @@
+"""Request shapes of the document index: the seed's reads (``search``, ``documents``,
+``document-metadata``) and csi-web's writes (``engine.index.*``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+# Names are free text without control characters; document names may be longer.
+Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")]
+DocumentName = Annotated[str, StringConstraints(min_length=1, max_length=1000, pattern=r"^[^\x00-\x1f\x7f]+$")]
+U32 = Annotated[int, Field(ge=0, le=2**32 - 1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class IndexPath(_Strict):
+    namespace: Name
+    collection: Name
+    index: Name
+
+
+class DocumentPath(_Strict):
+    namespace: Name
+    collection: Name
+    name: DocumentName
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.namespace, self.collection, self.name)
+
+
+class TextItem(_Strict):
+    text: str
+
+
+class DocumentIn(_Strict):
+    path: DocumentPath
+    contents: list[TextItem | Literal["image"]]
+    metadata: Any = None
+
+
+class DocumentBatch(_Strict):
+    documents: list[DocumentIn]
+
+
+class PathBatch(_Strict):
+    requests: list[DocumentPath]
+
+
+class CreateIndex(_Strict):
+    namespace: Name
+    collection: Name
+    index: Name
+    model: str = "all-minilm-l6-v2"
+    max_tokens: Annotated[int, Field(ge=1, le=2**32 - 1)] = 128
+    overlap: U32 = 0
+    hybrid: bool = False
+
+
+class CollectionRef(_Strict):
+    """A collection, or with ``index`` one index of it."""
+
+    namespace: Name
+    collection: Name
+    index: Name | None = None
+
+
+class ListRequest(_Strict):
+    namespace: Name | None = None
+    collection: Name | None = None
+
+
+class SearchRequest(_Strict):
+    index_path: IndexPath
+    query: str
+    max_results: U32 = 1
+    min_score: Annotated[float, Field(allow_inf_nan=False)] | None = None
+    filters: list[Any] = []
+
+
+class SearchBatch(_Strict):
+    requests: list[SearchRequest]
