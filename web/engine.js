@@ -132,6 +132,34 @@ export class WebWorkerEngine {
       chunkWithOffsets: (requests) => this.send("csi_chunk_with_offsets", { request: requests }),
       /** `[{text, languages}]` -> an ISO 639-3 code or null per request */
       selectLanguage: (requests) => this.send("csi_select_language", { request: requests }),
+      /**
+       * `[{index_path: {namespace, collection, index}, query, max_results, min_score, filters}]` ->
+       * per request `[{document_path, content, score, start: {item, position}, end: {item, position}}]`, best first
+       */
+      search: (requests) => this.send("csi_search", { request: requests }),
+      /** `[{namespace, collection, name}]` -> `[{path, contents: [{text} | "image"], metadata}]` */
+      documents: (paths) => this.send("csi_documents", { request: paths }),
+      /** `[{namespace, collection, name}]` -> metadata (any JSON value) or null per path */
+      documentMetadata: (paths) => this.send("csi_document_metadata", { request: paths }),
+    };
+    /** The document index's writes: collections of documents with named search indexes, kept in IndexedDB. */
+    this.index = {
+      /**
+       * `{namespace, collection, index, model = "all-minilm-l6-v2", max_tokens = 128, overlap = 0, hybrid = false}`
+       * -> the index's configuration and `created`; existing documents are indexed (progress as `put`)
+       */
+      createIndex: (request, { progress } = {}) => this.send("index_create", { request }, { progress }),
+      /**
+       * `[{path: {namespace, collection, name}, contents: [{text} | "image"], metadata}]` -> `{documents, chunks}`.
+       * Replaces documents with the same path. `progress({loaded, total, documents, chunks})` follows each commit.
+       */
+      put: (documents, { progress } = {}) => this.send("index_put", { request: documents }, { progress }),
+      /** `[{namespace, collection, name}]` -> whether each existed */
+      delete: (paths) => this.send("index_delete", { request: paths }),
+      /** `{namespace?, collection?}` -> `{collections: [{namespace, collection, indexes}], documents?: [{name, chunks}]}` */
+      list: (request = {}) => this.send("index_list", { request }),
+      /** `{namespace, collection, index}` drops an index; `{namespace, collection}` the whole collection */
+      drop: (request) => this.send("index_drop", { request }),
     };
     /** Skills: Python functions decorated with `@skill` (csi.sdk), kept in IndexedDB across reloads. */
     this.skills = {

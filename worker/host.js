@@ -1,51 +1,16 @@
 // What the Python engine needs from the worker besides models: language data files fetched from
-// the site (only the languages asked for), and registered skills kept in IndexedDB.
+// the site (only the languages asked for), registered skills kept in IndexedDB, and the document
+// index's store.
+
+import { DocStore } from "./doc_store.js";
+import { transact, result } from "./idb.js";
 
 const SITE = new URL("../", import.meta.url);
-const DB_NAME = "csi-web";
-const DB_VERSION = 1;
 const SKILLS = "skills";
-
-/** @returns {Promise<IDBDatabase>} */
-function openDb() {
-  return new Promise((resolve, reject) => {
-    const req = indexedDB.open(DB_NAME, DB_VERSION);
-    req.onupgradeneeded = () => {
-      const db = req.result;
-      if (!db.objectStoreNames.contains(SKILLS)) db.createObjectStore(SKILLS, { keyPath: "name" });
-    };
-    req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error);
-    req.onblocked = () => reject(new Error("IndexedDB is blocked by another open connection"));
-  });
-}
-
-/**
- * Run `body` in one transaction; resolve with its result only once the transaction has committed.
- * @template T
- * @param {IDBDatabase} db @param {string} store @param {IDBTransactionMode} mode
- * @param {(s: IDBObjectStore) => IDBRequest<T>} body
- * @returns {Promise<T>}
- */
-function transact(db, store, mode, body) {
-  return new Promise((resolve, reject) => {
-    const tx = db.transaction(store, mode, { durability: "strict" });
-    const req = body(tx.objectStore(store));
-    tx.oncomplete = () => resolve(req.result);
-    tx.onerror = () => reject(tx.error ?? req.error);
-    tx.onabort = () => reject(tx.error ?? new Error("transaction aborted"));
-  });
-}
 
 export class Host {
   constructor() {
-    /** @type {Promise<IDBDatabase>|null} */
-    this.db = null;
-  }
-
-  database() {
-    this.db ??= openDb();
-    return this.db;
+    this.documents = new DocStore();
   }
 
   /** @param {string} code ISO 639-3 */
@@ -58,17 +23,17 @@ export class Host {
 
   /** Every stored skill as JSON `{name: source}`. */
   async storedSkills() {
-    const rows = await transact(await this.database(), SKILLS, "readonly", (s) => s.getAll());
+    const rows = await (await transact([SKILLS], "readonly", (tx) => result(tx.objectStore(SKILLS).getAll())));
     return JSON.stringify(Object.fromEntries(rows.map((r) => [r.name, r.source])));
   }
 
   /** @param {string} name @param {string} source */
   async storeSkill(name, source) {
-    await transact(await this.database(), SKILLS, "readwrite", (s) => s.put({ name, source, stored: Date.now() }));
+    await transact([SKILLS], "readwrite", (tx) => tx.objectStore(SKILLS).put({ name, source, stored: Date.now() }));
   }
 
   /** @param {string} name */
   async deleteSkill(name) {
-    await transact(await this.database(), SKILLS, "readwrite", (s) => s.delete(name));
+    await transact([SKILLS], "readwrite", (tx) => tx.objectStore(SKILLS).delete(name));
   }
 }

@@ -6,6 +6,7 @@ The only module of ``csi`` that imports ``pyodide``; the worker imports it, noth
 from __future__ import annotations
 
 import asyncio
+from array import array
 from json import dumps, loads
 from typing import Any
 
@@ -14,6 +15,7 @@ from pyodide.ffi import JsException, create_proxy, run_sync, to_js
 from .backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult
 from .engine import Engine
 from .errors import InternalError, ModelLoadError, ModelNotSupportedError
+from .index_store import Catalog, ChunkSet, Hit, IndexConfig, Key, ScoreQuery, StaleCatalogError, StoredDocument
 from .sdk.csi import Csi
 from .sdk.engine_csi import EngineCsi
 from .skill_registry import SkillRegistry
@@ -199,11 +201,89 @@ class PyodideBackend:
         return Embeddings(vectors=vectors, prompt_tokens=int(out.tokens), dims=dims)
 
 
+class PyodideIndexStore:
+    """``IndexStore`` over worker/doc_store.js (IndexedDB, vectors and the kernel in JS)."""
+
+    def __init__(self, store: Any) -> None:
+        self._js = store
+
+    async def collections(self) -> list[tuple[str, str]]:
+        return [(ns, coll) for ns, coll in loads(await self._js.collections())]
+
+    async def indexes(self, namespace: str | None = None, collection: str | None = None) -> list[IndexConfig]:
+        return [IndexConfig.from_json(d) for d in loads(await self._js.indexes(namespace, collection))]
+
+    async def create_index(self, config: IndexConfig) -> None:
+        await self._js.createIndex(dumps(config.to_json()))
+
+    async def drop_index(self, key: Key) -> None:
+        await self._js.dropIndex(*key)
+
+    async def drop_collection(self, namespace: str, collection: str) -> None:
+        await self._js.dropCollection(namespace, collection)
+
+    async def document_names(self, namespace: str, collection: str) -> list[str]:
+        return loads(await self._js.documentNames(namespace, collection))
+
+    async def put_documents(self, docs: list[StoredDocument]) -> None:
+        vectors = array("f")
+        wire = []
+        for d in docs:
+            chunks = []
+            for index, cs in d.chunks.items():
+                chunks.append({"index": index, **cs.to_json(), "offset": len(vectors)})
+                vectors.extend(cs.vectors)
+            wire.append({"namespace": d.namespace, "collection": d.collection, "name": d.name,
+                         "body": dumps({"contents": d.contents, "metadata": d.metadata}),
+                         "metadata": dumps(d.metadata), "chunks": chunks})
+        await self._js.putDocuments(dumps(wire), to_js(vectors.tobytes()))
+
+    async def add_chunks(self, key: Key, chunks: dict[str, ChunkSet]) -> None:
+        vectors = array("f")
+        wire = []
+        for name, cs in chunks.items():
+            wire.append({"name": name, **cs.to_json(), "offset": len(vectors)})
+            vectors.extend(cs.vectors)
+        await self._js.addChunks(*key, dumps(wire), to_js(vectors.tobytes()))
+
+    async def delete_documents(self, paths: list[tuple[str, str, str]]) -> list[bool]:
+        return loads(await self._js.deleteDocuments(dumps(paths)))
+
+    async def documents(self, paths: list[tuple[str, str, str]]) -> list[dict[str, Any] | None]:
+        out = loads(await self._js.documents(dumps(paths)))
+        return [None if d is None else {"namespace": d["namespace"], "collection": d["collection"],
+                                        "name": d["name"], **d["body"]} for d in out]
+
+    async def chunk_counts(self, namespace: str, collection: str) -> dict[str, dict[str, int]]:
+        return loads(await self._js.chunkCounts(namespace, collection))
+
+    async def catalog(self, key: Key, known_generation: int | None) -> Catalog | None:
+        raw = await self._js.catalog(*key, known_generation)
+        if raw is None:
+            return None
+        d = loads(raw)
+        return Catalog(d["generation"], d["names"], d["metadata"])
+
+    async def search(self, key: Key, query: ScoreQuery) -> list[Hit]:
+        options = {"k": query.k, "min_score": query.min_score, "terms": query.terms,
+                   "semantic_weight": query.semantic_weight, "k1": query.k1, "b": query.b,
+                   "generation": query.generation}
+        allowed = None if query.allowed is None else to_js(query.allowed)
+        try:
+            raw = await self._js.search(*key, to_js(query.vector.tobytes()), dumps(options), allowed)
+        except JsException as exc:
+            if exc.name == "StaleCatalog":
+                raise StaleCatalogError from None
+            raise InternalError(f"search failed: {exc.message}") from None
+        return [Hit(*h) for h in loads(raw)]
+
+
 class PyodideHost:
-    """``Host`` over worker/host.js: language data by fetch, skills in IndexedDB."""
+    """``Host`` over worker/host.js: language data by fetch, skills and documents in IndexedDB."""
 
     def __init__(self, host: Any) -> None:
         self._host = host
+        self.documents = PyodideIndexStore(host.documents)
 
     async def language_data(self, code: str) -> bytes:
         try:

@@ -1,0 +1,302 @@
+// The document index's store (csi.index_store.IndexStore for the worker): collections, indexes,
+// documents and chunks in IndexedDB, each write one transaction acknowledged once committed, and
+// every index loaded into memory (a VectorIndex) on first use and kept in step with the writes.
+// Structured arguments and results cross to Python as JSON text; metadata stays the JSON text
+// Python wrote, so integers and floats keep their types. Vectors cross as raw float32 bytes.
+
+import { prefixRange, result, transact } from "./idb.js";
+import { VectorIndex } from "./vector_index.js";
+
+const CHANNEL = "csi-web-documents";
+
+/** @param {Uint8Array} bytes @param {number} offset floats @param {number} count floats */
+function floats(bytes, offset, count) {
+  const out = new Float32Array(count);
+  new Uint8Array(out.buffer).set(bytes.subarray(offset * 4, (offset + count) * 4));
+  return out;
+}
+
+/** @param {string[]} key */
+const id = (key) => JSON.stringify(key);
+
+export class DocStore {
+  constructor() {
+    /** @type {Map<string, {version: number, loaded: Promise<VectorIndex>|null}>} by index key */
+    this.loaded = new Map();
+    this.generation = 0;
+    this.lastLoadMs = 0;
+    // Another tab wrote to a collection: forget what is loaded from it.
+    this.channel = typeof BroadcastChannel === "function" ? new BroadcastChannel(CHANNEL) : null;
+    if (this.channel) this.channel.onmessage = (e) => this.forget(e.data.namespace, e.data.collection);
+  }
+
+  forget(namespace, collection) {
+    for (const [k, slot] of this.loaded) {
+      const key = JSON.parse(k);
+      if (key[0] === namespace && key[1] === collection) {
+        slot.version++;
+        slot.loaded = null;
+      }
+    }
+    this.generation++;
+  }
+
+  changed(namespace, collection) {
+    this.channel?.postMessage({ namespace, collection });
+  }
+
+  // ---- reads of configuration -------------------------------------------------------------------
+
+  async collections() {
+    const keys = await transact(["collections"], "readonly", (tx) => result(tx.objectStore("collections").getAllKeys()));
+    return JSON.stringify(keys);
+  }
+
+  /** @param {string|null} namespace @param {string|null} collection */
+  async indexes(namespace, collection) {
+    return JSON.stringify(await this.configs(namespace, collection));
+  }
+
+  async configs(namespace, collection) {
+    const prefix = namespace === null ? [] : collection === null ? [namespace] : [namespace, collection];
+    return transact(["indexes"], "readonly", (tx) =>
+      result(tx.objectStore("indexes").getAll(prefix.length ? prefixRange(prefix) : undefined)),
+    ).then((rows) => rows.map(({ key, ...config }) => config));
+  }
+
+  async documentNames(namespace, collection) {
+    const keys = await transact(["documents"], "readonly", (tx) =>
+      result(tx.objectStore("documents").getAllKeys(prefixRange([namespace, collection]))));
+    return JSON.stringify(keys.map((k) => k[2]));
+  }
+
+  // ---- writes ------------------------------------------------------------------------------------
+
+  async createIndex(configJson) {
+    const c = JSON.parse(configJson);
+    await transact(["collections", "indexes"], "readwrite", (tx) => {
+      tx.objectStore("collections").put({ key: [c.namespace, c.collection] });
+      tx.objectStore("indexes").put({ key: [c.namespace, c.collection, c.index], ...c });
+    });
+    this.changed(c.namespace, c.collection);
+  }
+
+  async dropIndex(namespace, collection, index) {
+    await transact(["indexes", "chunks"], "readwrite", (tx) => {
+      tx.objectStore("indexes").delete([namespace, collection, index]);
+      tx.objectStore("chunks").delete(prefixRange([namespace, collection, index]));
+    });
+    this.loaded.delete(id([namespace, collection, index]));
+    this.forget(namespace, collection);
+    this.changed(namespace, collection);
+  }
+
+  async dropCollection(namespace, collection) {
+    const range = prefixRange([namespace, collection]);
+    await transact(["collections", "indexes", "documents", "chunks"], "readwrite", (tx) => {
+      tx.objectStore("collections").delete([namespace, collection]);
+      for (const s of ["indexes", "documents", "chunks"]) tx.objectStore(s).delete(range);
+    });
+    for (const k of [...this.loaded.keys()]) {
+      const key = JSON.parse(k);
+      if (key[0] === namespace && key[1] === collection) this.loaded.delete(k);
+    }
+    this.forget(namespace, collection);
+    this.changed(namespace, collection);
+  }
+
+  /**
+   * Write documents with their chunks for every index of their collections, in one transaction.
+   * docs: [{namespace, collection, name, body, metadata, chunks: [{index, items, starts, ends,
+   * texts, terms, offset}]}] where body is the JSON text of {contents, metadata}, metadata its
+   * metadata's JSON text, offset where the chunks' vectors start in `vectors` (floats).
+   * @param {string} docsJson @param {Uint8Array} vectors
+   */
+  async putDocuments(docsJson, vectors) {
+    const docs = JSON.parse(docsJson);
+    const configs = new Map();
+    for (const d of docs) {
+      const c = id([d.namespace, d.collection]);
+      if (!configs.has(c)) configs.set(c, await this.configs(d.namespace, d.collection));
+    }
+    /** @type {[string[], string, any, Float32Array][]} applied to loaded indexes once committed */
+    const applied = [];
+    /** @type {string[][]} */
+    const removed = [];
+    await transact(["collections", "documents", "chunks"], "readwrite", (tx) => {
+      const chunks = tx.objectStore("chunks");
+      for (const d of docs) {
+        tx.objectStore("collections").put({ key: [d.namespace, d.collection] });
+        tx.objectStore("documents").put({ key: [d.namespace, d.collection, d.name], body: d.body, metadata: d.metadata });
+        const given = new Map(d.chunks.map((cs) => [cs.index, cs]));
+        for (const config of configs.get(id([d.namespace, d.collection]))) {
+          const key = [d.namespace, d.collection, config.index, d.name];
+          const cs = given.get(config.index);
+          if (!cs) {
+            chunks.delete(key);
+            removed.push(key);
+            continue;
+          }
+          const v = floats(vectors, cs.offset, cs.texts.length * config.dims);
+          chunks.put({ key, metadata: d.metadata, items: cs.items, starts: cs.starts, ends: cs.ends,
+            texts: cs.texts, terms: cs.terms, vectors: v });
+          applied.push([key, d.metadata, cs, v]);
+        }
+      }
+    });
+    await this.apply(applied, removed);
+    for (const c of configs.keys()) this.changed(...JSON.parse(c));
+  }
+
+  /**
+   * Write one index's chunks of existing documents: [{name, items, ..., offset}].
+   * @param {string} namespace @param {string} collection @param {string} index
+   * @param {string} chunksJson @param {Uint8Array} vectors
+   */
+  async addChunks(namespace, collection, index, chunksJson, vectors) {
+    const sets = JSON.parse(chunksJson);
+    const [config] = (await this.configs(namespace, collection)).filter((c) => c.index === index);
+    if (!config) throw new Error(`no index ${index}`);
+    const docs = await transact(["documents"], "readonly", (tx) =>
+      Promise.all(sets.map((cs) => result(tx.objectStore("documents").get([namespace, collection, cs.name])))));
+    const applied = [];
+    await transact(["chunks"], "readwrite", (tx) => {
+      for (const [i, cs] of sets.entries()) {
+        if (!docs[i]) throw new Error(`document ${cs.name} vanished`);
+        cs.metadata = docs[i].metadata;
+        const key = [namespace, collection, index, cs.name];
+        const v = floats(vectors, cs.offset, cs.texts.length * config.dims);
+        tx.objectStore("chunks").put({ key, metadata: cs.metadata, items: cs.items, starts: cs.starts,
+          ends: cs.ends, texts: cs.texts, terms: cs.terms, vectors: v });
+        applied.push([key, cs.metadata, cs, v]);
+      }
+    });
+    await this.apply(applied, []);
+    this.changed(namespace, collection);
+  }
+
+  /** @param {string} pathsJson [[namespace, collection, name]] @returns {Promise<string>} JSON [existed] */
+  async deleteDocuments(pathsJson) {
+    const paths = JSON.parse(pathsJson);
+    // a document's chunks sit under every index of its collection
+    const removed = [];
+    for (const p of paths) {
+      for (const c of await this.configs(p[0], p[1])) removed.push([p[0], p[1], c.index, p[2]]);
+    }
+    const existed = await transact(["documents", "chunks"], "readwrite", (tx) => {
+      const docs = tx.objectStore("documents");
+      const found = paths.map((p) => result(docs.count(p)));
+      for (const p of paths) docs.delete(p);
+      for (const k of removed) tx.objectStore("chunks").delete(k);
+      return Promise.all(found);
+    });
+    await this.apply([], removed);
+    for (const p of paths) this.changed(p[0], p[1]);
+    return JSON.stringify(existed.map((n) => n > 0));
+  }
+
+  /** Apply committed writes to the indexes in memory (or have them reloaded). */
+  async apply(puts, removes) {
+    const touch = async (key, change) => {
+      const slot = this.loaded.get(id(key.slice(0, 3)));
+      if (!slot) return;
+      slot.version++; // an index still loading will load again
+      if (!slot.loaded) return;
+      const index = await slot.loaded;
+      change(index);
+      index.generation = ++this.generation;
+    };
+    for (const [key, metadata, cs, v] of puts) await touch(key, (index) => index.put(key[3], metadata, cs, v));
+    for (const key of removes) await touch(key, (index) => index.remove(key[3]));
+  }
+
+  // ---- reads of documents and search --------------------------------------------------------------
+
+  /** @param {string} pathsJson @returns {Promise<string>} JSON list of documents or null */
+  async documents(pathsJson) {
+    const paths = JSON.parse(pathsJson);
+    const rows = await transact(["documents"], "readonly", (tx) =>
+      Promise.all(paths.map((p) => result(tx.objectStore("documents").get(p)))));
+    const parts = rows.map((row, i) => {
+      if (!row) return "null";
+      const [namespace, collection, name] = paths[i];
+      return `{"namespace":${JSON.stringify(namespace)},"collection":${JSON.stringify(collection)},`
+        + `"name":${JSON.stringify(name)},"body":${row.body}}`;
+    });
+    return `[${parts.join(",")}]`;
+  }
+
+  /** @param {string[]} key @returns {Promise<VectorIndex>} */
+  async index(key) {
+    const k = id(key);
+    let slot = this.loaded.get(k);
+    if (!slot) this.loaded.set(k, (slot = { version: 0, loaded: null }));
+    while (!slot.loaded) {
+      const version = slot.version;
+      const pending = this.load(key);
+      slot.loaded = pending;
+      try {
+        await pending;
+      } catch (err) {
+        slot.loaded = null;
+        throw err;
+      }
+      if (slot.version !== version) slot.loaded = null; // written to while loading: load again
+    }
+    return slot.loaded;
+  }
+
+  /** @param {string[]} key */
+  async load(key) {
+    const t0 = performance.now();
+    const [ns, coll, name] = key;
+    const [config] = (await this.configs(ns, coll)).filter((c) => c.index === name);
+    if (!config) throw new Error(`no index ${name}`);
+    const rows = await transact(["chunks"], "readonly", (tx) => result(tx.objectStore("chunks").getAll(prefixRange(key))));
+    let total = 0;
+    for (const row of rows) total += row.texts.length;
+    const index = new VectorIndex(config.dims, config.hybrid, total);
+    for (const row of rows) index.put(row.key[3], row.metadata, row, row.vectors);
+    index.generation = ++this.generation;
+    this.lastLoadMs = performance.now() - t0;
+    return index;
+  }
+
+  /** Document name -> index -> chunk count, for a collection. */
+  async chunkCounts(namespace, collection) {
+    const out = {};
+    for (const n of JSON.parse(await this.documentNames(namespace, collection))) out[n] = {};
+    for (const c of await this.configs(namespace, collection)) {
+      const index = await this.index([namespace, collection, c.index]);
+      for (const [n, count] of Object.entries(index.counts())) (out[n] ??= {})[c.index] = count;
+    }
+    return JSON.stringify(out);
+  }
+
+  /** The catalog of a loaded index, or null when `known` is its current generation. */
+  async catalog(namespace, collection, name, known) {
+    const index = await this.index([namespace, collection, name]);
+    if (index.generation === known) return null;
+    return `{"generation":${index.generation},"names":${JSON.stringify(index.names)},`
+      + `"metadata":[${index.metadata.map((m) => m ?? "null").join(",")}]}`;
+  }
+
+  /**
+   * Run the kernel. `optionsJson`: {k, min_score, terms, semantic_weight, k1, b, generation}.
+   * @param {Uint8Array} queryBytes float32 @param {Uint8Array|null} allowed one byte per ordinal
+   * @returns {Promise<string>} JSON [[name, item, start, end, content, score]]
+   */
+  async search(namespace, collection, name, queryBytes, optionsJson, allowed) {
+    const o = JSON.parse(optionsJson);
+    const index = await this.index([namespace, collection, name]);
+    if (allowed && index.generation !== o.generation) {
+      const err = new Error("the index changed since its catalog was read");
+      err.name = "StaleCatalog";
+      throw err;
+    }
+    const q = floats(queryBytes, 0, queryBytes.length / 4);
+    const hits = index.search(q, { k: o.k, minScore: o.min_score, terms: o.terms, semanticWeight: o.semantic_weight,
+      k1: o.k1, b: o.b, allowed });
+    return JSON.stringify(hits.map((h) => [h.name, h.item, h.start, h.end, h.content, h.score]));
+  }
+}

@@ -1,0 +1,79 @@
+// The worker's IndexedDB database: one connection, and transactions that settle only once committed.
+
+const DB_NAME = "csi-web";
+const DB_VERSION = 2;
+
+/** Object stores and their key paths. Version 1 had `skills`; version 2 adds the document index. */
+const STORES = {
+  skills: "name",
+  collections: "key", // [namespace, collection]
+  indexes: "key", // [namespace, collection, index]
+  documents: "key", // [namespace, collection, name]
+  chunks: "key", // [namespace, collection, index, name]: one document's chunks in one index
+};
+
+/** @type {Promise<IDBDatabase>|null} */
+let opened = null;
+
+/** @returns {Promise<IDBDatabase>} */
+export function database() {
+  opened ??= new Promise((resolve, reject) => {
+    const req = indexedDB.open(DB_NAME, DB_VERSION);
+    req.onupgradeneeded = () => {
+      const db = req.result;
+      for (const [name, keyPath] of Object.entries(STORES)) {
+        if (!db.objectStoreNames.contains(name)) db.createObjectStore(name, { keyPath });
+      }
+    };
+    req.onsuccess = () => {
+      const db = req.result;
+      db.onversionchange = () => db.close(); // a newer page wants to upgrade: let it
+      resolve(db);
+    };
+    req.onerror = () => reject(req.error);
+    req.onblocked = () => reject(new Error("IndexedDB is blocked by another open connection"));
+  });
+  return opened;
+}
+
+/**
+ * Run `body` in one transaction over `stores`; resolve with what it returns only once the
+ * transaction has committed (durability "strict": on disk, not just in the OS cache).
+ * @template T
+ * @param {string[]} stores @param {IDBTransactionMode} mode
+ * @param {(tx: IDBTransaction) => T} body
+ * @returns {Promise<T>}
+ */
+export async function transact(stores, mode, body) {
+  const db = await database();
+  return new Promise((resolve, reject) => {
+    const tx = db.transaction(stores, mode, { durability: "strict" });
+    let result;
+    try {
+      result = body(tx);
+    } catch (err) {
+      tx.abort();
+      reject(err);
+      return;
+    }
+    tx.oncomplete = () => resolve(result);
+    tx.onerror = () => reject(tx.error);
+    tx.onabort = () => reject(tx.error ?? new Error("transaction aborted"));
+  });
+}
+
+/**
+ * The value of a request once it has succeeded (for reads inside a transaction).
+ * @template T @param {IDBRequest<T>} req @returns {Promise<T>}
+ */
+export function result(req) {
+  return new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+
+/** Every key starting with `prefix` (arrays sort after strings, so `[...prefix, []]` bounds them). */
+export function prefixRange(prefix) {
+  return IDBKeyRange.bound(prefix, [...prefix, []]);
+}
