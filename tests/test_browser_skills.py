@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import boot_engine, open_engine_page
+from csi.local import local_csi
+from csi.skills import search_answer
+
+from conftest import DIST, boot_engine, open_engine_page
 from skill_sources import ECHO, IMPORT_ERROR, RAISES, SYNTAX_ERROR, Echo
 
 pytestmark = pytest.mark.browser
@@ -53,4 +56,55 @@ def test_register_metadata_run_errors_and_survive_a_reload(skills_page, site_url
     ep.ok("await engine.skills.remove('divide');")
     boot_engine(ep.page, site_url, ["tiny-chat"])
     assert "divide" not in {s["name"] for s in ep.ok("return await engine.skills.list();")}
+    assert ep.foreign_requests() == []
+
+
+SEARCH_DOCS = {
+    "json.txt": "The json module encodes Python objects as JSON text. It has four functions. "
+                "json.dumps returns a string; json.loads parses a string back into Python objects.",
+    "owls.txt": "Owls are birds of prey that hunt at night. Their large eyes see well in the dark, "
+                "and they can turn their heads far around.",
+    "tea.txt": "Green tea is brewed with water at about eighty degrees for two minutes. "
+               "Black tea wants boiling water and longer steeping.",
+}
+WHERE = {"namespace": "skills", "collection": "docs", "index": "small"}
+DOCUMENTS = [{"path": {"namespace": "skills", "collection": "docs", "name": name}, "contents": [{"text": text}]}
+             for name, text in SEARCH_DOCS.items()]
+QUESTIONS = [{"question": "What does json.dumps return?", **WHERE},
+             {"question": "When do owls hunt?", "max_results": 2, **WHERE},
+             {"question": "What does json.dumps return?", "min_score": 0.99, **WHERE}]
+
+
+def test_search_answer_agrees_with_cpython_and_cites_real_sections(skills_page):
+    ep = skills_page
+    ep.ok("return await engine.index.createIndex(arg);", {**WHERE, "max_tokens": 16})
+    ep.ok("return await engine.index.put(arg);", DOCUMENTS)
+    browser = [ep.ok("return await engine.skills.run('search-answer', arg);", q) for q in QUESTIONS]
+
+    sa = search_answer.search_answer
+    with local_csi(DIST, ["tiny-chat"]) as csi:
+        csi._run(csi.engine.documents.create_index({**WHERE, "max_tokens": 16}))
+        csi._run(csi.engine.documents.put(DOCUMENTS))
+        cpython = [sa(csi, sa.input_type(**q)).model_dump(mode="json") for q in QUESTIONS]
+
+    for got, expected in zip(browser, cpython, strict=True):
+        # the embeddings of onnxruntime-web and onnxruntime differ in the last float32 bits
+        assert [s.pop("score") for s in got["sources"]] == pytest.approx(
+            [s.pop("score") for s in expected["sources"]], abs=1e-4)
+        assert got == expected
+    json_answer, owls, nothing = browser
+    assert json_answer["answer"] and [s["name"] for s in json_answer["sources"]][0] == "json.txt"
+    assert [s["name"] for s in owls["sources"]][0] == "owls.txt" and len(owls["sources"]) == 2
+    assert nothing == {"answer": search_answer.NOTHING_FOUND, "sources": []}
+    for s in json_answer["sources"] + owls["sources"]:  # real sections: text[start:end], end inclusive
+        assert s["start"]["item"] == s["end"]["item"] == 0
+        assert s["content"] == SEARCH_DOCS[s["name"]][s["start"]["position"]:s["end"]["position"] + 1]
+    # the same slices of the stored documents, read back through the CSI
+    stored = ep.ok("return await engine.csi.documents(arg);", [d["path"] for d in DOCUMENTS])
+    assert [d["contents"][0]["text"] for d in stored] == list(SEARCH_DOCS.values())
+    # a CSI error inside a skill is the skill's error: InternalError, whose message says what failed
+    missing = ep.call("return await engine.skills.run('search-answer', arg);", {**WHERE, "index": "nope",
+                                                                                 "question": "x"})
+    assert missing["error"]["name"] == "InternalError"
+    assert "NotFoundError: index 'nope' does not exist" in missing["error"]["message"]
     assert ep.foreign_requests() == []

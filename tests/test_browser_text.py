@@ -127,7 +127,7 @@ def test_example_skills_run_alike_in_the_browser_and_in_cpython(engine_page):
 
     skills = {"summarize": summarize.summarize, "reply-in-language": reply_in_language.reply_in_language,
               "language-sections": language_sections.language_sections}
-    assert set(skills) == set(EXAMPLES)
+    assert set(skills) == set(EXAMPLES) - {"search-answer"}  # search-answer: tests/test_browser_skills.py
     browser = {name: engine_page.ok("return await engine.skills.run(arg[0], arg[1]);", [name, data])
                for name, data in EXAMPLE_INPUTS.items()}
     with local_csi(DIST, ["tiny-chat", "all-minilm-l6-v2"]) as csi:

@@ -9,12 +9,14 @@ import pytest
 from pydantic import BaseModel
 
 from csi.engine import Engine
-from csi.errors import InternalError, InvalidInputError
+from csi.errors import CsiError, InternalError, InvalidInputError
 from csi.host import LocalHost
+from csi.local import local_csi
 from csi.sdk import Csi, Language, skill
 from csi.skill_registry import EXAMPLES, SkillRegistry
+from csi.skills import search_answer
 
-from conftest import run_async
+from conftest import DIST, run_async
 from fake_backend import ScriptedBackend
 from skill_sources import ECHO, IMPORT_ERROR, NO_SKILL, RAISES, SYNTAX_ERROR, Echo
 
@@ -146,3 +148,49 @@ def test_examples_describe_themselves():
         meta = found.metadata()
         assert meta.description and meta.input_schema["type"] == "object"
     assert Language("deu") is Language.German
+
+
+# Documents of a few sentences in an index of small chunks, so search results are parts of them.
+SEARCH_DOCS = {
+    "json.txt": "The json module encodes Python objects as JSON text. It has four functions. "
+                "json.dumps returns a string; json.loads parses a string back into Python objects.",
+    "owls.txt": "Owls are birds of prey that hunt at night. Their large eyes see well in the dark, "
+                "and they can turn their heads far around.",
+    "tea.txt": "Green tea is brewed with water at about eighty degrees for two minutes. "
+               "Black tea wants boiling water and longer steeping.",
+}
+SEARCH_INDEX = {"namespace": "skills", "collection": "docs", "index": "small", "max_tokens": 16}
+
+
+def test_search_answer_answers_from_the_sections_it_found():
+    sa = search_answer.search_answer
+    with local_csi(DIST, ["tiny-chat"]) as csi:
+        csi._run(csi.engine.documents.create_index(SEARCH_INDEX))
+        csi._run(csi.engine.documents.put([
+            {"path": {"namespace": "skills", "collection": "docs", "name": name}, "contents": [{"text": text}]}
+            for name, text in SEARCH_DOCS.items()]))
+        where = {k: SEARCH_INDEX[k] for k in ("namespace", "collection", "index")}
+        out = sa(csi, sa.input_type(question="What does json.dumps return?", **where))
+        again = sa(csi, sa.input_type(question="What does json.dumps return?", **where))
+        nothing = sa(csi, sa.input_type(question="What does json.dumps return?", min_score=0.99, **where))
+        with pytest.raises(CsiError) as missing:
+            sa(csi, sa.input_type(question="x", namespace="skills", collection="docs", index="nope"))
+    assert out.answer and out == again  # greedy
+    assert len(out.sources) == 3 and out.sources[0].name == "json.txt"
+    assert "json.dumps returns a string" in out.sources[0].content
+    assert [s.score for s in out.sources] == sorted((s.score for s in out.sources), reverse=True)
+    for s in out.sources:  # each source is a real section of its document (inclusive end)
+        assert s.start.item == s.end.item == 0
+        assert s.content == SEARCH_DOCS[s.name][s.start.position:s.end.position + 1]
+        assert s.content != SEARCH_DOCS[s.name]
+    assert nothing == search_answer.Output(answer=search_answer.NOTHING_FOUND, sources=[])
+    assert missing.value.param == "requests[0].index_path.index"
+
+
+def test_search_answer_prompt_numbers_the_sections():
+    from csi.sdk import Cursor, DocumentPath, SearchResult
+
+    results = [SearchResult(DocumentPath("n", "c", name), f" {text}\n", 0.5, Cursor(0, 0), Cursor(0, len(text)))
+               for name, text in [("a.txt", "Alpha."), ("b.txt", "Beta.")]]
+    assert search_answer.prompt("Which?", results) == (
+        "Sections:\n\n[1] a.txt:\nAlpha.\n\n[2] b.txt:\nBeta.\n\nQuestion: Which?")

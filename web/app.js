@@ -1,5 +1,7 @@
-// The chat playground: load a model with a progress bar, stream replies, stop them, show speed.
-// Model output is only ever inserted as text (textContent), never parsed as HTML.
+// The chat playground: load a model with a progress bar, stream replies, stop them, show speed;
+// and a documents panel: add texts to a collection of the document index, search it, ask it
+// (the `search-answer` skill). Model output and document text are only ever inserted as text
+// (textContent), never parsed as HTML.
 
 import { CreateWebWorkerEngine } from "./engine.js";
 
@@ -9,6 +11,11 @@ const ui = {
   loading: $("loading"), progress: $("progress"), progressText: $("progress-text"),
   messages: $("messages"), chatForm: $("chat-form"), prompt: $("prompt"), send: $("send"),
   stop: $("stop"), clear: $("clear"), status: $("status"), stats: $("stats"),
+  docs: $("docs"), docCount: $("doc-count"), docFiles: $("doc-files"), docPasteForm: $("doc-paste-form"),
+  docName: $("doc-name"), docText: $("doc-text"), docAdd: $("doc-add"), docIngest: $("doc-ingest"),
+  docProgress: $("doc-progress"), docIngestText: $("doc-ingest-text"), docList: $("doc-list"),
+  docSearchForm: $("doc-search-form"), docQuery: $("doc-query"), docSearch: $("doc-search"), docAsk: $("doc-ask"),
+  docStatus: $("doc-status"), docResults: $("doc-results"), docAnswer: $("doc-answer"),
 };
 
 /** @type {import("./engine.js").WebWorkerEngine|null} */
@@ -16,6 +23,9 @@ let engine = null;
 /** @type {{role: string, content: string}[]} */
 let history = [];
 let generating = false;
+/** The chat model loaded last (the documents panel asks it), and whether a load is under way. */
+let loadedModel = "";
+let loadingModel = false;
 
 function setBusy(busy) {
   generating = busy;
@@ -23,6 +33,7 @@ function setBusy(busy) {
   ui.prompt.disabled = !engine;
   ui.stop.disabled = !busy;
   ui.load.disabled = busy;
+  updateDocControls();
 }
 
 /** @param {string} role @param {string} text */
@@ -42,6 +53,7 @@ async function load(modelId, device) {
   ui.loading.hidden = false;
   ui.progress.value = 0;
   ui.status.textContent = `Loading ${modelId}…`;
+  loadingModel = true;
   setBusy(true);
   const onProgress = (r) => {
     ui.progress.value = r.progress;
@@ -57,13 +69,17 @@ async function load(modelId, device) {
       await engine.reload(modelId);
     }
     ui.status.textContent = `${modelId} is ready (${device}).`;
+    loadedModel = modelId;
     document.body.dataset.ready = "true";
   } catch (err) {
     ui.status.textContent = `Could not load ${modelId}: ${err.message}`;
+    loadedModel = ""; // a failed reload leaves no model loaded
   } finally {
     ui.loading.hidden = true;
+    loadingModel = false;
     setBusy(false);
   }
+  if (engine && !docsListed) runDocs("", refreshDocs);
 }
 
 async function send(text) {
@@ -135,6 +151,234 @@ ui.clear.addEventListener("click", () => {
   history = [];
   ui.messages.replaceChildren();
   engine?.resetChat();
+});
+
+// ---- the documents panel ---------------------------------------------------------------------
+
+/**
+ * @typedef {{name: string, chunks: Record<string, number>}} ListedDocument
+ * @typedef {{document_path: {namespace: string, collection: string, name: string}, content: string,
+ *            score: number, start: {item: number, position: number}, end: {item: number, position: number}}} SearchHit
+ * @typedef {{name: string, content: string, score: number, start: {item: number, position: number},
+ *            end: {item: number, position: number}}} AnswerSource
+ */
+
+/** One collection of the document index, with one hybrid (semantic + BM25) index on the built-in embedder. */
+const COLLECTION = { namespace: "playground", collection: "documents" };
+const INDEX = { ...COLLECTION, index: "default" };
+const EXCERPT_CHARS = 240;
+/** @type {Promise<unknown>|null} */
+let indexReady = null;
+let docsBusy = false;
+let docsListed = false;
+let docCount = 0;
+
+function updateDocControls() {
+  const off = !engine || loadingModel || docsBusy;
+  for (const control of [ui.docAdd, ui.docFiles, ui.docQuery, ui.docSearch, ui.docAsk]) control.disabled = off;
+  for (const button of ui.docList.querySelectorAll("button")) button.disabled = off;
+  ui.docs.dataset.busy = String(docsBusy);
+}
+
+/** @param {string} tag @param {string} [className] @param {string} [text] */
+function el(tag, className = "", text = "") {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text) node.textContent = text;
+  return node;
+}
+
+/** @param {string} text @param {number} max */
+function excerpt(text, max = EXCERPT_CHARS) {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** The index is created the first time a document is added (a no-op when it exists). */
+function ensureIndex() {
+  indexReady ??= engine.index.createIndex({ ...INDEX, hybrid: true }).catch((err) => {
+    indexReady = null;
+    throw err;
+  });
+  return indexReady;
+}
+
+/**
+ * Run one documents action at a time: controls disabled meanwhile, errors shown in the panel.
+ * @param {string} label shown while it runs @param {() => Promise<void>} action
+ */
+async function runDocs(label, action) {
+  if (docsBusy || !engine) return;
+  docsBusy = true;
+  updateDocControls();
+  ui.docStatus.classList.remove("error");
+  ui.docStatus.textContent = label;
+  try {
+    await action();
+  } catch (err) {
+    ui.docStatus.classList.add("error");
+    // a skill's error carries its traceback after the first line
+    ui.docStatus.textContent = `${err.name}: ${String(err.message).split("\n")[0]}`;
+  } finally {
+    docsBusy = false;
+    updateDocControls();
+  }
+}
+
+async function refreshDocs() {
+  /** @type {ListedDocument[]} */
+  let docs = [];
+  try {
+    docs = (await engine.index.list(COLLECTION)).documents ?? [];
+  } catch (err) {
+    if (err.name !== "NotFoundError") throw err; // nothing added yet
+  }
+  docsListed = true;
+  docCount = docs.length;
+  ui.docCount.textContent = docs.length ? `(${docs.length})` : "";
+  ui.docList.replaceChildren(...docs.map((d) => {
+    const n = d.chunks[INDEX.index] ?? 0;
+    const li = el("li");
+    li.dataset.name = d.name;
+    const remove = el("button", "delete", "Delete");
+    remove.type = "button";
+    remove.setAttribute("aria-label", `Delete ${d.name}`);
+    remove.addEventListener("click", () => runDocs(`Deleting ${d.name}…`, async () => {
+      await engine.index.delete([{ ...COLLECTION, name: d.name }]);
+      await refreshDocs();
+      ui.docStatus.textContent = `Deleted ${d.name}.`;
+    }));
+    li.append(el("span", "name", d.name), el("span", "chunks", `${n} ${n === 1 ? "chunk" : "chunks"}`), remove);
+    return li;
+  }));
+}
+
+/** @param {{name: string, text: string, source: string}[]} docs */
+async function addDocuments(docs) {
+  ui.docIngest.hidden = false;
+  ui.docProgress.value = 0;
+  ui.docIngestText.textContent = `Preparing the index…`;
+  try {
+    await ensureIndex();
+    const total = docs.length;
+    ui.docIngestText.textContent = `Indexing 0 / ${total} documents…`;
+    const documents = docs.map((d) => ({
+      path: { ...COLLECTION, name: d.name },
+      contents: [{ text: d.text }],
+      metadata: { source: d.source, added: new Date().toISOString() },
+    }));
+    const out = await engine.index.put(documents, {
+      progress: (/** @type {{loaded: number, total: number, chunks: number}} */ p) => {
+        ui.docProgress.value = p.total ? p.loaded / p.total : 1;
+        ui.docIngestText.textContent = `Indexing ${p.loaded} / ${p.total} documents (${p.chunks} chunks)…`;
+      },
+    });
+    await refreshDocs();
+    ui.docStatus.textContent = `Added ${out.documents} ${out.documents === 1 ? "document" : "documents"} ` +
+      `(${out.chunks} chunks).`;
+  } finally {
+    ui.docIngest.hidden = true;
+  }
+}
+
+/** A name for pasted text: its first line, shortened. @param {string} text */
+function nameFromText(text) {
+  const line = text.trim().split("\n")[0].replace(/[\x00-\x1f\x7f]/g, " ").trim();
+  return line.length > 60 ? `${line.slice(0, 59)}…` : line;
+}
+
+/** @param {string} query */
+function search(query) {
+  return runDocs("Searching…", async () => {
+    ui.docAnswer.hidden = true;
+    ui.docResults.replaceChildren();
+    if (!docCount) {
+      ui.docStatus.textContent = "Add documents first.";
+      return;
+    }
+    await ensureIndex(); // the collection may predate the index
+    /** @type {SearchHit[][]} */
+    const [hits] = await engine.csi.search([{ index_path: INDEX, query, max_results: 5 }]);
+    ui.docResults.replaceChildren(...hits.map((h) => source(h.document_path.name, h.score, h.content)));
+    ui.docStatus.textContent = hits.length ? `${hits.length} ${hits.length === 1 ? "section" : "sections"} found.`
+      : "Nothing found.";
+  });
+}
+
+/** @param {string} question */
+function ask(question) {
+  return runDocs("Asking…", async () => {
+    ui.docAnswer.hidden = true;
+    ui.docResults.replaceChildren();
+    if (!docCount || !loadedModel) {
+      ui.docStatus.textContent = docCount ? "Load a chat model first." : "Add documents first.";
+      return;
+    }
+    await ensureIndex();
+    /** @type {{answer: string, sources: AnswerSource[]}} */
+    const out = await engine.skills.run("search-answer", {
+      question, ...INDEX, model: loadedModel, max_tokens: settings.max_tokens,
+    });
+    ui.docAnswer.querySelector(".answer").textContent = out.answer;
+    ui.docAnswer.querySelector(".sources").replaceChildren(
+      ...out.sources.map((s) => source(s.name, s.score, s.content)));
+    ui.docAnswer.hidden = false;
+    const n = out.sources.length;
+    ui.docStatus.textContent = n ? `Answered from ${n} ${n === 1 ? "section" : "sections"}.` : "Nothing found.";
+  });
+}
+
+/**
+ * A search hit or an answer's source: name, score, excerpt.
+ * @param {string} name @param {number} score @param {string} content
+ */
+function source(name, score, content) {
+  const li = el("li");
+  li.dataset.name = name;
+  li.append(el("span", "name", name), el("span", "score", score.toFixed(3)), el("span", "excerpt", excerpt(content)));
+  return li;
+}
+
+ui.docFiles.addEventListener("change", () => {
+  const files = [...ui.docFiles.files];
+  ui.docFiles.value = "";
+  if (!files.length) return;
+  runDocs(`Reading ${files.length} ${files.length === 1 ? "file" : "files"}…`, async () => {
+    const docs = [];
+    const skipped = [];
+    for (const file of files) {
+      const text = await file.text();
+      if (text.includes("\0") || !text.trim()) skipped.push(file.name);
+      else docs.push({ name: file.name, text, source: "file" });
+    }
+    if (docs.length) await addDocuments(docs);
+    if (skipped.length) {
+      ui.docStatus.textContent += `${docs.length ? " " : ""}Skipped (empty or not text): ${skipped.join(", ")}.`;
+    }
+  });
+});
+ui.docPasteForm.addEventListener("submit", (e) => {
+  e.preventDefault();
+  const text = ui.docText.value;
+  const name = ui.docName.value.trim() || nameFromText(text);
+  if (!text.trim()) {
+    ui.docStatus.textContent = "Paste some text first.";
+    return;
+  }
+  runDocs("Adding…", async () => {
+    await addDocuments([{ name, text, source: "paste" }]);
+    ui.docName.value = "";
+    ui.docText.value = "";
+  });
+});
+ui.docSearchForm.addEventListener("submit", (e) => {
+  e.preventDefault();
+  const query = ui.docQuery.value.trim();
+  if (query) search(query);
+});
+ui.docAsk.addEventListener("click", () => {
+  const question = ui.docQuery.value.trim();
+  if (question) ask(question);
 });
 
 const params = new URLSearchParams(location.search);

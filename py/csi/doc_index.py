@@ -45,6 +45,10 @@ COMMIT_DOCUMENTS = 64
 SEMANTIC_WEIGHT = 0.5
 
 
+def _field(param: str, name: str) -> str:
+    return f"{param}.{name}" if param else name
+
+
 def _path_json(key: tuple[str, str, str]) -> dict[str, str]:
     return {"namespace": key[0], "collection": key[1], "name": key[2]}
 
@@ -68,9 +72,9 @@ class DocumentIndex:
         if (namespace, collection) in known:
             return
         if all(ns != namespace for ns, _ in known):
-            raise NotFoundError(f"namespace {namespace!r} does not exist", f"{param}.namespace")
+            raise NotFoundError(f"namespace {namespace!r} does not exist", _field(param, "namespace"))
         raise NotFoundError(f"collection {collection!r} does not exist in namespace {namespace!r}",
-                            f"{param}.collection")
+                            _field(param, "collection"))
 
     async def _config(self, path: IndexPath, param: str) -> IndexConfig:
         for config in await self.store.indexes(path.namespace, path.collection):
@@ -78,7 +82,7 @@ class DocumentIndex:
                 return config
         await self._check_collection(path.namespace, path.collection, param)
         raise NotFoundError(f"index {path.index!r} does not exist in collection {path.collection!r}",
-                            f"{param}.index")
+                            _field(param, "index"))
 
     # ---- chunking and embedding ------------------------------------------------------------------
 
@@ -98,8 +102,6 @@ class DocumentIndex:
                     cs.starts.append(offset)
                     cs.ends.append(offset + len(text) - 1)
                     cs.texts.append(text)
-                    if config.hybrid:
-                        cs.terms.append(" ".join(lexical.terms(text)))
             sets.append(cs)
         texts = [t for cs in sets for t in cs.texts]
         vectors = array("f")
@@ -116,6 +118,22 @@ class DocumentIndex:
             cs.vectors = vectors[at:at + n]
             at += n
         return sets
+
+    async def _chunk_all(self, docs: list[DocumentIn], configs: list[tuple[IndexConfig, ModelInfo]],
+                         params: list[str]) -> dict[str, list[ChunkSet]]:
+        """Index name -> each document's chunks; indexes cut alike share one chunking and embedding."""
+        shared: dict[tuple[str, int, int], list[ChunkSet]] = {}
+        out = {}
+        for config, model in configs:
+            how = (config.model, config.max_tokens, config.overlap)
+            if how not in shared:
+                shared[how] = await self._chunk_sets(docs, config, model, params)
+            sets = []
+            for base in shared[how]:
+                terms = [" ".join(lexical.terms(t)) for t in base.texts] if config.hybrid else []
+                sets.append(ChunkSet(base.items, base.starts, base.ends, base.texts, terms, base.vectors))
+            out[config.index] = sets
+        return out
 
     # ---- writes ----------------------------------------------------------------------------------
 
@@ -144,7 +162,8 @@ class DocumentIndex:
                 batch = names[at:at + COMMIT_DOCUMENTS]
                 stored = await self.store.documents([(req.namespace, req.collection, n) for n in batch])
                 docs = [DocumentIn.model_validate(d) for d in (_as_document_in(s) for s in stored)]
-                sets = await self._chunk_sets(docs, config, model, [f"documents[{n!r}]" for n in batch])
+                params = [f"documents[{n!r}]" for n in batch]
+                sets = (await self._chunk_all(docs, [(config, model)], params))[config.index]
                 await self.store.add_chunks(config.key, dict(zip(batch, sets, strict=True)))
                 if progress:
                     progress({"stage": "index", "file": None, "loaded": at + len(batch), "total": len(names),
@@ -184,11 +203,11 @@ class DocumentIndex:
                 for j, d in enumerate(group):
                     by_collection.setdefault((d.path.namespace, d.path.collection), []).append(j)
                 for key, members in by_collection.items():
-                    for config, model in configs[key]:
-                        sets = await self._chunk_sets([group[j] for j in members], config, model,
-                                                      [f"documents[{pending[j]}]" for j in members])
+                    by_index = await self._chunk_all([group[j] for j in members], configs[key],
+                                                     [f"documents[{pending[j]}]" for j in members])
+                    for index, sets in by_index.items():
                         for j, cs in zip(members, sets, strict=True):
-                            stored[j].chunks[config.index] = cs
+                            stored[j].chunks[index] = cs
                             total_chunks += len(cs)
                 await self.store.put_documents(stored)
                 done += len(group)

@@ -27,6 +27,7 @@ EXAMPLES = {
     "summarize": "csi.skills.summarize",
     "reply-in-language": "csi.skills.reply_in_language",
     "language-sections": "csi.skills.language_sections",
+    "search-answer": "csi.skills.search_answer",
 }
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
