@@ -1,4 +1,5 @@
-"""`python3 build.py bench`: csi-web's full stack against transformers.js, one browser run, JSON out."""
+"""`python3 build.py bench`: csi-web's full stack against transformers.js, one browser run, JSON out;
+then the document index (buildtools/index_bench.py) in a browser profile of its own."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import statistics
 import time
 from pathlib import Path
 
+from .index_bench import index_bench
 from .serve import serve_in_thread
 
 CHROMIUM = "/usr/bin/chromium"
@@ -176,6 +178,8 @@ def run_bench(dist: Path) -> int:
             csi_page.goto(url + "web/engine.js")
             csi = _csi_bench(csi_page, dist)
             browser.close()
+            # a persistent profile of its own (IndexedDB on disk), fresh: the database starts empty
+            document_index = index_bench(p, url, CHROMIUM, ARGS)
     finally:
         server.shutdown()
 
@@ -215,6 +219,7 @@ def run_bench(dist: Path) -> int:
                          "model_and_rest": raw["cold_start_s"] - sum(raw["boot"].values())},
         "transformers_js_model_load_s": raw["tjs_load_s"],
         **csi,
+        "document_index": document_index,
         "runs": raw["runs"],
     }
     print(json.dumps(result, indent=2))

@@ -52,13 +52,14 @@ export class DocStore {
     return JSON.stringify(keys);
   }
 
-  /** @param {string|null} namespace @param {string|null} collection */
+  /** @param {string|null|undefined} namespace @param {string|null|undefined} collection */
   async indexes(namespace, collection) {
     return JSON.stringify(await this.configs(namespace, collection));
   }
 
   async configs(namespace, collection) {
-    const prefix = namespace === null ? [] : collection === null ? [namespace] : [namespace, collection];
+    // Python's None arrives as undefined
+    const prefix = namespace == null ? [] : collection == null ? [namespace] : [namespace, collection];
     return transact(["indexes"], "readonly", (tx) =>
       result(tx.objectStore("indexes").getAll(prefix.length ? prefixRange(prefix) : undefined)),
     ).then((rows) => rows.map(({ key, ...config }) => config));

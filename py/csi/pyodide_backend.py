@@ -259,7 +259,7 @@ class PyodideIndexStore:
 
     async def catalog(self, key: Key, known_generation: int | None) -> Catalog | None:
         raw = await self._js.catalog(*key, known_generation)
-        if raw is None:
+        if not isinstance(raw, str):  # JS null
             return None
         d = loads(raw)
         return Catalog(d["generation"], d["names"], d["metadata"])
