@@ -92,3 +92,14 @@ TOUR_TEXT = ("Die Katze schläft auf dem warmen Fensterbrett, während draußen 
 SYNTAX_ERROR = "from csi.sdk import skill\n\ndef broken(:\n    pass\n"
 IMPORT_ERROR = "from csi.sdk import skill\n\nimport numpy_is_not_here\n"
 NO_SKILL = "x = 1\n"
+
+
+# Documents of a few sentences in an index of small chunks, so search results are parts of them.
+SEARCH_DOCS = {
+    "json.txt": "The json module encodes Python objects as JSON text. It has four functions. "
+                "json.dumps returns a string; json.loads parses a string back into Python objects.",
+    "owls.txt": "Owls are birds of prey that hunt at night. Their large eyes see well in the dark, "
+                "and they can turn their heads far around.",
+    "tea.txt": "Green tea is brewed with water at about eighty degrees for two minutes. "
+               "Black tea wants boiling water and longer steeping.",
+}

@@ -223,3 +223,23 @@ def test_terminating_the_worker_mid_ingest_loses_nothing_acknowledged(index_page
     hits = search(index_page, [{"index_path": {**crash, "index": "sem"}, "query": "json", "max_results": 1000}])[0]
     assert {h["document_path"]["name"] for h in hits} == {d.name for d in corpus()}
     assert index_page.ok("return await engine.index.drop(arg);", crash) == {"dropped": "collection"}
+
+
+def test_putting_a_document_again_replaces_it(index_page):
+    path = {**INDEX, "name": "replaced"}
+    index_page.ok("return await engine.index.put(arg);", [
+        {"path": path, "contents": [{"text": "Pelicans scoop fish with their throat pouch."}], "metadata": {"v": 1}}])
+    index_page.ok("return await engine.index.put(arg);", [
+        {"path": path, "contents": ["image", {"text": "Volcanoes erupt molten rock called lava."}], "metadata": None}])
+    only = [{"with_all": [{"field": "v", "condition": {"equal_to": 1}}]}]
+    pelicans, lava, filtered = search(index_page, [
+        {"index_path": ix, "query": q, "max_results": 1000, "filters": f}
+        for ix, q, f in [(SEM, "pelican fish pouch", []), (HYB, "volcano lava", []), (SEM, "volcano", only)]])
+    assert all(h["document_path"]["name"] != "replaced" or "Pelicans" not in h["content"] for h in pelicans)
+    mine = [h for h in lava if h["document_path"]["name"] == "replaced"]
+    assert [(h["content"], h["start"], h["end"]) for h in mine] == [
+        ("Volcanoes erupt molten rock called lava.", {"item": 1, "position": 0}, {"item": 1, "position": 39})]
+    assert lava[0]["document_path"]["name"] == "replaced"
+    assert all(h["document_path"]["name"] != "replaced" for h in filtered)  # its old metadata is gone too
+    assert index_page.ok("return await engine.csi.documentMetadata(arg);", [path]) == [None]
+    assert index_page.ok("return await engine.index.delete(arg);", [path]) == [True]

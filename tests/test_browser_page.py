@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from conftest import LOCAL_PREFIXES
@@ -9,12 +11,18 @@ from conftest import LOCAL_PREFIXES
 pytestmark = pytest.mark.browser
 
 
-def test_chat_page_streams_a_reply_and_stop_ends_it(browser, site_url):
+def open_page(browser: Any) -> tuple[Any, list[str]]:
+    """A page in a context of its own, and every URL it requests."""
     context = browser.new_context()
     requests: list[str] = []
     context.on("request", lambda r: requests.append(r.url))
     page = context.new_page()
     page.set_default_timeout(180_000)
+    return page, requests
+
+
+def test_chat_page_streams_a_reply_and_stop_ends_it(browser, site_url):
+    page, requests = open_page(browser)
     # 1. a reply that ends by itself; markup in the model's text must stay text
     page.goto(site_url + "index.html?max_tokens=24&temperature=0")
     page.wait_for_selector("body[data-ready='true']")
@@ -43,7 +51,7 @@ def test_chat_page_streams_a_reply_and_stop_ends_it(browser, site_url):
     assert msg.get_attribute("data-finish") == "abort"
     assert page.locator("#send").is_enabled()
     assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
-    context.close()
+    page.context.close()
 
 
 PAGE_DOCS = {
@@ -87,11 +95,7 @@ def cpython_answer(question: str, max_tokens: int) -> dict:
 
 
 def test_documents_panel_adds_lists_searches_asks_and_deletes(browser, site_url):
-    context = browser.new_context()
-    requests: list[str] = []
-    context.on("request", lambda r: requests.append(r.url))
-    page = context.new_page()
-    page.set_default_timeout(180_000)
+    page, requests = open_page(browser)
     page.goto(site_url + "index.html?max_tokens=24&temperature=0")
     page.wait_for_selector("body[data-ready='true']")
     page.click("#docs summary")
@@ -162,4 +166,4 @@ def test_documents_panel_adds_lists_searches_asks_and_deletes(browser, site_url)
     assert {li.get_attribute("data-name") for li in page.query_selector_all("#doc-list li")} == {
         "json.txt", "tea.txt", "notes.md"}
     assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
-    context.close()
+    page.context.close()

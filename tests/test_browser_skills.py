@@ -8,7 +8,7 @@ from csi.local import local_csi
 from csi.skills import search_answer
 
 from conftest import DIST, boot_engine, open_engine_page
-from skill_sources import ECHO, IMPORT_ERROR, RAISES, SYNTAX_ERROR, Echo
+from skill_sources import ECHO, IMPORT_ERROR, RAISES, SEARCH_DOCS, SYNTAX_ERROR, Echo
 
 pytestmark = pytest.mark.browser
 
@@ -59,14 +59,6 @@ def test_register_metadata_run_errors_and_survive_a_reload(skills_page, site_url
     assert ep.foreign_requests() == []
 
 
-SEARCH_DOCS = {
-    "json.txt": "The json module encodes Python objects as JSON text. It has four functions. "
-                "json.dumps returns a string; json.loads parses a string back into Python objects.",
-    "owls.txt": "Owls are birds of prey that hunt at night. Their large eyes see well in the dark, "
-                "and they can turn their heads far around.",
-    "tea.txt": "Green tea is brewed with water at about eighty degrees for two minutes. "
-               "Black tea wants boiling water and longer steeping.",
-}
 WHERE = {"namespace": "skills", "collection": "docs", "index": "small"}
 DOCUMENTS = [{"path": {"namespace": "skills", "collection": "docs", "name": name}, "contents": [{"text": text}]}
              for name, text in SEARCH_DOCS.items()]

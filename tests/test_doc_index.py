@@ -9,6 +9,7 @@ import json
 import math
 import random
 import subprocess
+import threading
 from array import array
 from collections import Counter
 from pathlib import Path
@@ -21,8 +22,9 @@ from csi.engine import Engine
 from csi.errors import InvalidInputError, ModelNotSupportedError, NotFoundError
 from csi.index_store import ScoreQuery, _Row, score_rows
 from csi.lexical import terms
+from csi.sdk.engine_csi import loop_run_sync
 
-from conftest import MODELS, ROOT
+from conftest import MODELS, ROOT, run_async
 from filter_reference import gen_filters, ref_matches
 from index_reference import (
     COLL,
@@ -157,9 +159,13 @@ def engine() -> Any:
     from csi.cpython_backend import CPythonBackend
     from csi.host import LocalHost
 
+    # the engine's loop runs in a thread of its own: once Playwright's sync API has started (browser
+    # tests in the same session), this thread's event loop belongs to Playwright
     loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
     eng = Engine(CPythonBackend(Path(MODELS)), LocalHost(Path(MODELS).parent / "lang"))
-    run = loop.run_until_complete
+    run = loop_run_sync(loop)
     run(eng.documents.create_index({**INDEX, "index": "sem", "model": MODEL, "max_tokens": MAX_TOKENS,
                                     "overlap": OVERLAP}))
     run(eng.documents.put([d.wire() for d in corpus()]))
@@ -168,6 +174,8 @@ def engine() -> Any:
                                     "overlap": OVERLAP, "hybrid": True}))
     eng.run = run  # type: ignore[attr-defined]
     yield eng
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join()
     loop.close()
 
 
@@ -320,5 +328,5 @@ def test_writes_replace_delete_drop_and_validate() -> None:
         assert err3.value.param == "namespace"
         assert (await docs.list())["collections"] == []
 
-    asyncio.run(scenario())
+    run_async(scenario())
 

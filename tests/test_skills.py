@@ -12,13 +12,13 @@ from csi.engine import Engine
 from csi.errors import CsiError, InternalError, InvalidInputError
 from csi.host import LocalHost
 from csi.local import local_csi
-from csi.sdk import Csi, Language, skill
+from csi.sdk import Csi, IndexPath, Language, skill
 from csi.skill_registry import EXAMPLES, SkillRegistry
 from csi.skills import search_answer
 
 from conftest import DIST, run_async
 from fake_backend import ScriptedBackend
-from skill_sources import ECHO, IMPORT_ERROR, NO_SKILL, RAISES, SYNTAX_ERROR, Echo
+from skill_sources import ECHO, IMPORT_ERROR, NO_SKILL, RAISES, SEARCH_DOCS, SYNTAX_ERROR, Echo
 
 
 class In(BaseModel):
@@ -150,15 +150,6 @@ def test_examples_describe_themselves():
     assert Language("deu") is Language.German
 
 
-# Documents of a few sentences in an index of small chunks, so search results are parts of them.
-SEARCH_DOCS = {
-    "json.txt": "The json module encodes Python objects as JSON text. It has four functions. "
-                "json.dumps returns a string; json.loads parses a string back into Python objects.",
-    "owls.txt": "Owls are birds of prey that hunt at night. Their large eyes see well in the dark, "
-                "and they can turn their heads far around.",
-    "tea.txt": "Green tea is brewed with water at about eighty degrees for two minutes. "
-               "Black tea wants boiling water and longer steeping.",
-}
 SEARCH_INDEX = {"namespace": "skills", "collection": "docs", "index": "small", "max_tokens": 16}
 
 
@@ -185,6 +176,29 @@ def test_search_answer_answers_from_the_sections_it_found():
         assert s.content != SEARCH_DOCS[s.name]
     assert nothing == search_answer.Output(answer=search_answer.NOTHING_FOUND, sources=[])
     assert missing.value.param == "requests[0].index_path.index"
+
+
+def test_documents_metadata_and_filtered_search_through_the_skill_csi():
+    from csi.sdk import DocumentPath, GreaterThan, MetadataFilter, Text, With
+
+    where = {k: SEARCH_INDEX[k] for k in ("namespace", "collection")}
+    with local_csi(DIST, []) as csi:
+        csi._run(csi.engine.documents.create_index(SEARCH_INDEX))
+        csi._run(csi.engine.documents.put([
+            {"path": {**where, "name": name}, "contents": [{"text": text}], "metadata": {"n": i}}
+            for i, (name, text) in enumerate(SEARCH_DOCS.items())]))
+        owls, missing = DocumentPath("skills", "docs", "owls.txt"), DocumentPath("skills", "docs", "none.txt")
+        doc = csi.document(owls)
+        metadata = csi.documents_metadata([owls, missing])
+        hits = csi.search(IndexPath("skills", "docs", "small"), "birds", 10,
+                          filters=[With([MetadataFilter("n", GreaterThan(0))])])
+        with pytest.raises(CsiError) as err:
+            csi.document(missing)
+    assert doc.path == owls and doc.contents == [Text(SEARCH_DOCS["owls.txt"])] and doc.metadata == {"n": 1}
+    assert metadata == [{"n": 1}, None]
+    assert {h.document_path.name for h in hits} == {"owls.txt", "tea.txt"}
+    assert hits[0].document_path.name == "owls.txt"
+    assert err.value.param == "requests[0].name"
 
 
 def test_search_answer_prompt_numbers_the_sections():
