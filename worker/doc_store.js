@@ -206,6 +206,8 @@ export class DocStore {
       const index = await slot.loaded;
       change(index);
       index.generation = ++this.generation;
+      // replaced and deleted chunks stay in memory as dead rows: past a point, reload the live ones
+      if (index.rows - index.live > Math.max(4096, index.live)) this.loaded.delete(id(key.slice(0, 3)));
     };
     for (const [key, metadata, cs, v] of puts) await touch(key, (index) => index.put(key[3], metadata, cs, v));
     for (const key of removes) await touch(key, (index) => index.remove(key[3]));
