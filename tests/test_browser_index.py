@@ -3,13 +3,15 @@ brute-force reference computed here (semantic-text-splitter, sentence-transforme
 
 from __future__ import annotations
 
+import contextlib
 import random
+import subprocess
 from collections import Counter
 from typing import Any
 
 import pytest
 
-from conftest import boot_engine, open_engine_page
+from conftest import EnginePage, boot_engine, open_engine_page
 from filter_reference import gen_filters, ref_matches
 from index_reference import (
     COLL,
@@ -243,3 +245,49 @@ def test_putting_a_document_again_replaces_it(index_page):
     assert all(h["document_path"]["name"] != "replaced" for h in filtered)  # its old metadata is gone too
     assert index_page.ok("return await engine.csi.documentMetadata(arg);", [path]) == [None]
     assert index_page.ok("return await engine.index.delete(arg);", [path]) == [True]
+
+
+def test_acknowledged_documents_survive_killing_the_browser(browser_type, browser_type_launch_args, site_url,
+                                                            tmp_path):
+    """On a profile on disk: kill every Chromium process mid-ingest (a crash, or the power going),
+    start Chromium again and find every acknowledged document, whole."""
+    profile = tmp_path / "profile"
+    crash = {"namespace": NS, "collection": "killed"}
+    docs = [{**d.wire(), "path": {**crash, "name": d.name}} for d in corpus()]
+
+    def start() -> tuple[Any, EnginePage]:
+        context = browser_type.launch_persistent_context(str(profile), **browser_type_launch_args)
+        page = context.new_page()
+        page.set_default_timeout(300_000)
+        boot_engine(page, site_url, [MODEL])
+        return context, EnginePage(page, [])
+
+    context, ep = start()
+    ep.ok("return await engine.index.createIndex(arg);",
+          {**crash, "index": "sem", "model": MODEL, "max_tokens": MAX_TOKENS, "overlap": OVERLAP})
+    acknowledged = ep.ok("""
+        return await new Promise((resolve, reject) => {
+          engine.index.put(arg, {progress: (p) => resolve(p.documents)}).catch(reject);
+        });""", docs, timeout=600_000)
+    killed = subprocess.run(["pkill", "-9", "-f", f"user-data-dir={profile}"], check=False)
+    assert killed.returncode == 0, "no Chromium process of this profile was found"
+    with contextlib.suppress(Exception):
+        context.close()
+
+    context, ep = start()
+    try:
+        present = {d["name"]: d["chunks"]
+                   for d in ep.ok("return await engine.index.list(arg);", crash)["documents"]}
+        assert set(acknowledged) <= set(present)
+        assert len(present) < len(docs), "Chromium was killed before the ingest finished"
+        want = Counter(c.doc for c in ref_chunks())
+        for name, chunks in present.items():
+            assert chunks == {"sem": want[name]}, name
+        stored = ep.ok("return await engine.csi.documents(arg);", [{**crash, "name": n} for n in present])
+        by_name = {d["path"]["name"]: d for d in docs}
+        assert all(d["contents"] == by_name[d["path"]["name"]]["contents"] for d in stored)
+        hits = ep.ok("return await engine.csi.search(arg);",
+                     [{"index_path": {**crash, "index": "sem"}, "query": "json", "max_results": 1000}])[0]
+        assert {h["document_path"]["name"] for h in hits} == set(present)
+    finally:
+        context.close()
