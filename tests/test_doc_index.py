@@ -330,3 +330,41 @@ def test_writes_replace_delete_drop_and_validate() -> None:
 
     run_async(scenario())
 
+
+
+def test_an_interrupted_create_index_is_finished_by_calling_it_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from csi import doc_index
+    from csi.cpython_backend import CPythonBackend
+    from csi.host import LocalHost
+    from csi.index_store import MemoryIndexStore
+
+    class FailingOnce(MemoryIndexStore):
+        calls = 0
+
+        async def add_chunks(self, key: Any, chunks: Any) -> None:
+            FailingOnce.calls += 1
+            if FailingOnce.calls == 2:
+                raise RuntimeError("the worker went away")
+            await super().add_chunks(key, chunks)
+
+    monkeypatch.setattr(doc_index, "COMMIT_DOCUMENTS", 2)
+    host = LocalHost()
+    host.documents = FailingOnce()
+    eng = Engine(CPythonBackend(Path(MODELS)), host)
+    where = {"namespace": "n", "collection": "c"}
+    ix = {**where, "index": "i", "max_tokens": 16}
+    names = [f"d{i}" for i in range(5)]
+
+    async def scenario() -> tuple[Any, Any, Any]:
+        await eng.documents.put([{"path": {**where, "name": n}, "contents": [{"text": f"Cats, part {n}."}]}
+                                 for n in names])
+        with pytest.raises(RuntimeError):
+            await eng.documents.create_index(ix)
+        half = await eng.documents.list(where)
+        again = await eng.documents.create_index(ix)
+        return half, again, await eng.documents.list(where)
+
+    half, again, full = run_async(scenario())
+    assert [d["chunks"] for d in half["documents"]] == [{"i": 1}, {"i": 1}, {}, {}, {}]
+    assert again["created"] is False
+    assert [d["chunks"] for d in full["documents"]] == [{"i": 1}] * 5

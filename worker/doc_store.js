@@ -21,7 +21,7 @@ const id = (key) => JSON.stringify(key);
 
 export class DocStore {
   constructor() {
-    /** @type {Map<string, {version: number, loaded: Promise<VectorIndex>|null}>} by index key */
+    /** @type {Map<string, {loaded: Promise<VectorIndex>|null}>} by index key */
     this.loaded = new Map();
     this.generation = 0;
     this.lastLoadMs = 0;
@@ -33,10 +33,7 @@ export class DocStore {
   forget(namespace, collection) {
     for (const [k, slot] of this.loaded) {
       const key = JSON.parse(k);
-      if (key[0] === namespace && key[1] === collection) {
-        slot.version++;
-        slot.loaded = null;
-      }
+      if (key[0] === namespace && key[1] === collection) slot.loaded = null;
     }
     this.generation++;
   }
@@ -69,6 +66,16 @@ export class DocStore {
     const keys = await transact(["documents"], "readonly", (tx) =>
       result(tx.objectStore("documents").getAllKeys(prefixRange([namespace, collection]))));
     return JSON.stringify(keys.map((k) => k[2]));
+  }
+
+  /** Names of the collection's documents with no chunks in `index`. */
+  async unindexed(namespace, collection, index) {
+    const [docs, done] = await transact(["documents", "chunks"], "readonly", (tx) => Promise.all([
+      result(tx.objectStore("documents").getAllKeys(prefixRange([namespace, collection]))),
+      result(tx.objectStore("chunks").getAllKeys(prefixRange([namespace, collection, index]))),
+    ]));
+    const indexed = new Set(done.map((k) => k[3]));
+    return JSON.stringify(docs.map((k) => k[2]).filter((n) => !indexed.has(n)));
   }
 
   // ---- writes ------------------------------------------------------------------------------------
@@ -193,21 +200,31 @@ export class DocStore {
     });
     await this.apply([], removed);
     for (const p of paths) this.changed(p[0], p[1]);
-    return JSON.stringify(existed.map((n) => n > 0));
+    const seen = new Set();
+    return JSON.stringify(existed.map((n, i) => {
+      const first = !seen.has(id(paths[i]));
+      seen.add(id(paths[i]));
+      return first && n > 0;
+    }));
   }
 
   /** Apply committed writes to the indexes in memory (or have them reloaded). */
   async apply(puts, removes) {
     const touch = async (key, change) => {
-      const slot = this.loaded.get(id(key.slice(0, 3)));
-      if (!slot) return;
-      slot.version++; // an index still loading will load again
-      if (!slot.loaded) return;
-      const index = await slot.loaded;
+      const k = id(key.slice(0, 3));
+      const slot = this.loaded.get(k);
+      if (!slot?.loaded) return; // not in memory: it will load what was committed
+      let index;
+      try {
+        index = await slot.loaded;
+      } catch {
+        this.loaded.delete(k); // its load failed: the next search loads it afresh
+        return;
+      }
       change(index);
       index.generation = ++this.generation;
       // replaced and deleted chunks stay in memory as dead rows: past a point, reload the live ones
-      if (index.rows - index.live > Math.max(4096, index.live)) this.loaded.delete(id(key.slice(0, 3)));
+      if (index.rows - index.live > Math.max(4096, index.live)) this.loaded.delete(k);
     };
     for (const [key, metadata, cs, v] of puts) await touch(key, (index) => index.put(key[3], metadata, cs, v));
     for (const key of removes) await touch(key, (index) => index.remove(key[3]));
@@ -229,22 +246,21 @@ export class DocStore {
     return `[${parts.join(",")}]`;
   }
 
-  /** @param {string[]} key @returns {Promise<VectorIndex>} */
+  /**
+   * The index in memory, loaded on first use. Writes that commit while it loads are applied to it
+   * once loaded (putting or removing a document twice is harmless).
+   * @param {string[]} key @returns {Promise<VectorIndex>}
+   */
   async index(key) {
     const k = id(key);
     let slot = this.loaded.get(k);
-    if (!slot) this.loaded.set(k, (slot = { version: 0, loaded: null }));
-    while (!slot.loaded) {
-      const version = slot.version;
+    if (!slot) this.loaded.set(k, (slot = { loaded: null }));
+    if (!slot.loaded) {
       const pending = this.load(key);
       slot.loaded = pending;
-      try {
-        await pending;
-      } catch (err) {
-        slot.loaded = null;
-        throw err;
-      }
-      if (slot.version !== version) slot.loaded = null; // written to while loading: load again
+      pending.catch(() => {
+        if (slot.loaded === pending) slot.loaded = null;
+      });
     }
     return slot.loaded;
   }
@@ -254,7 +270,7 @@ export class DocStore {
     const t0 = performance.now();
     const [ns, coll, name] = key;
     const [config] = (await this.configs(ns, coll)).filter((c) => c.index === name);
-    if (!config) throw new Error(`no index ${name}`);
+    if (!config) throw Object.assign(new Error(`no index ${name}`), { name: "NoIndex" });
     const rows = await transact(["chunks"], "readonly", (tx) => result(tx.objectStore("chunks").getAll(prefixRange(key))));
     let total = 0;
     for (const row of rows) total += row.texts.length;

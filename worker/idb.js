@@ -12,13 +12,25 @@ const STORES = {
   chunks: "key", // [namespace, collection, index, name]: one document's chunks in one index
 };
 
+/** How long an upgrade may wait for another tab (an older version of this site) to let go. */
+const BLOCKED_MS = 10_000;
+
 /** @type {Promise<IDBDatabase>|null} */
 let opened = null;
 
-/** @returns {Promise<IDBDatabase>} */
+/** The open database; a failed or closed connection is opened anew on the next call. */
 export function database() {
   opened ??= new Promise((resolve, reject) => {
     const req = indexedDB.open(DB_NAME, DB_VERSION);
+    let timer = 0;
+    let gaveUp = false;
+    const fail = (err) => {
+      if (gaveUp) return;
+      clearTimeout(timer);
+      gaveUp = true;
+      opened = null;
+      reject(err);
+    };
     req.onupgradeneeded = () => {
       const db = req.result;
       for (const [name, keyPath] of Object.entries(STORES)) {
@@ -26,12 +38,28 @@ export function database() {
       }
     };
     req.onsuccess = () => {
+      clearTimeout(timer);
       const db = req.result;
-      db.onversionchange = () => db.close(); // a newer page wants to upgrade: let it
+      if (gaveUp) { // it was blocked too long: the caller has had its error
+        db.close();
+        return;
+      }
+      const forget = () => {
+        opened = null;
+      };
+      db.onversionchange = () => { // a newer page wants to upgrade: let it
+        db.close();
+        forget();
+      };
+      db.onclose = forget;
       resolve(db);
     };
-    req.onerror = () => reject(req.error);
-    req.onblocked = () => reject(new Error("IndexedDB is blocked by another open connection"));
+    req.onerror = () => fail(req.error);
+    req.onblocked = () => {
+      timer = setTimeout(() => fail(new Error(
+        "IndexedDB cannot be upgraded while another tab runs an older version of this site: reload or close it")),
+      BLOCKED_MS);
+    };
   });
   return opened;
 }
@@ -56,8 +84,10 @@ export async function transact(stores, mode, body) {
       reject(err);
       return;
     }
+    // the body's own read promises reject too when the transaction fails: the rejection below says why
+    if (result instanceof Promise) result.catch(() => {});
     tx.oncomplete = () => resolve(result);
-    tx.onerror = () => reject(tx.error);
+    tx.onerror = (event) => reject(tx.error ?? event.target?.error ?? new Error("transaction failed"));
     tx.onabort = () => reject(tx.error ?? new Error("transaction aborted"));
   });
 }

@@ -27,7 +27,7 @@ from .doc_index_types import (
     SearchBatch,
     SearchRequest,
 )
-from .errors import InvalidInputError, NotFoundError
+from .errors import InternalError, InvalidInputError, NotFoundError
 from .index_store import Catalog, ChunkSet, IndexConfig, Key, ScoreQuery, StaleCatalogError, StoredDocument
 from .validation import parse_request
 
@@ -150,14 +150,18 @@ class DocumentIndex:
         config = IndexConfig(req.namespace, req.collection, req.index, req.model, req.max_tokens, req.overlap,
                              req.hybrid, dims)
         async with self._write:
+            created = True
             for existing in await self.store.indexes(req.namespace, req.collection):
                 if existing.index == req.index:
-                    if existing == config:
-                        return {**existing.to_json(), "created": False}
-                    raise InvalidInputError(f"index {req.index!r} exists with another configuration "
-                                            f"({existing.to_json()}); drop it first", "index")
-            await self.store.create_index(config)
-            names = await self.store.document_names(req.namespace, req.collection)
+                    if existing != config:
+                        raise InvalidInputError(f"index {req.index!r} exists with another configuration "
+                                                f"({existing.to_json()}); drop it first", "index")
+                    created = False
+            if created:
+                await self.store.create_index(config)
+            # documents without chunks in this index: all of them for a new index, those an
+            # interrupted earlier call did not reach for an existing one
+            names = await self.store.unindexed(config.key)
             for at in range(0, len(names), COMMIT_DOCUMENTS):
                 batch = names[at:at + COMMIT_DOCUMENTS]
                 stored = await self.store.documents([(req.namespace, req.collection, n) for n in batch])
@@ -168,7 +172,7 @@ class DocumentIndex:
                 if progress:
                     progress({"stage": "index", "file": None, "loaded": at + len(batch), "total": len(names),
                               "model": req.model, "documents": batch})
-        return {**config.to_json(), "created": True}
+        return {**config.to_json(), "created": created}
 
     async def put(self, documents: Any, progress: Progress | None = None) -> dict[str, int]:
         """Store documents (replacing any with the same path), chunked and embedded for every index
@@ -241,10 +245,13 @@ class DocumentIndex:
             if req.index is None:
                 await self._check_collection(req.namespace, req.collection, "")
                 await self.store.drop_collection(req.namespace, req.collection)
+                for key in [k for k in self._catalogs if k[:2] == (req.namespace, req.collection)]:
+                    del self._catalogs[key]
                 return {"dropped": "collection"}
             config = await self._config(IndexPath(namespace=req.namespace, collection=req.collection,
                                                   index=req.index), "")
             await self.store.drop_index(config.key)
+            self._catalogs.pop(config.key, None)
             return {"dropped": "index"}
 
     async def list(self, request: Any = None) -> dict[str, Any]:
@@ -283,21 +290,29 @@ class DocumentIndex:
         if req.max_results == 0:
             return []
         model = await self.engine.embedding_model(config.model, f"{param}.index_path.index")
-        vector = array("f", (await self.engine.embed(model, [req.query])).vectors[0])
+        embedded = await self.engine.embed(model, [req.query])
+        if embedded.dims != config.dims:
+            raise InvalidInputError(f"model {config.model!r} now gives {embedded.dims}-dimensional embeddings, "
+                                    f"the index holds {config.dims}", f"{param}.index_path.index")
+        vector = array("f", embedded.vectors[0])
         terms = lexical.terms(req.query) if config.hybrid else None
         for _attempt in range(3):
-            allowed, generation = (None, 0) if not req.filters else await self._allowed(config.key, compiled)
-            query = ScoreQuery(vector, req.max_results, req.min_score, terms, SEMANTIC_WEIGHT,
-                               allowed=allowed, generation=generation)
             try:
+                allowed, generation = (None, 0) if not req.filters else await self._allowed(config.key, compiled)
+                query = ScoreQuery(vector, req.max_results, req.min_score, terms, SEMANTIC_WEIGHT,
+                                   allowed=allowed, generation=generation)
                 hits = await self.store.search(config.key, query)
                 break
             except StaleCatalogError:
                 continue
+            except NotFoundError as exc:  # dropped while this search was on its way
+                raise NotFoundError(exc.message, f"{param}.index_path.index") from None
         else:
-            raise InvalidInputError("the index kept changing during the search; try again", param)
+            raise InternalError("the index kept changing during the search; try again")
         ns, coll = config.namespace, config.collection
-        return [{"document_path": _path_json((ns, coll, h.name)), "content": h.content, "score": h.score,
+        # float32 rounding can put a unit vector's cosine a hair outside the seed's [-1, 1]
+        return [{"document_path": _path_json((ns, coll, h.name)), "content": h.content,
+                 "score": max(-1.0, min(1.0, h.score)),
                  "start": {"item": h.item, "position": h.start}, "end": {"item": h.item, "position": h.end}}
                 for h in hits]
 

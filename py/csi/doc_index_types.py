@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstraints, Tag
 
 # Names are free text without control characters; document names may be longer.
 Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")]
@@ -37,9 +37,18 @@ class TextItem(_Strict):
     text: str
 
 
+def _item_kind(item: Any) -> str:
+    return "image-item" if isinstance(item, str) else "text-item"
+
+
+# A tagged union, so a bad text item's error names its field (``contents[0].text``).
+Item = Annotated[Annotated[TextItem, Tag("text-item")] | Annotated[Literal["image"], Tag("image-item")],
+                 Discriminator(_item_kind)]
+
+
 class DocumentIn(_Strict):
     path: DocumentPath
-    contents: list[TextItem | Literal["image"]]
+    contents: list[Item]
     metadata: Any = None
 
 

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .errors import InternalError
+from .errors import InternalError, NotFoundError
 
 Key = tuple[str, str, str]
 
@@ -153,6 +153,10 @@ class IndexStore(Protocol):
         ...
 
     async def document_names(self, namespace: str, collection: str) -> list[str]: ...
+
+    async def unindexed(self, key: Key) -> list[str]:
+        """Names of the collection's documents that have no chunks in this index."""
+        ...
 
     async def put_documents(self, docs: list[StoredDocument]) -> None:
         """Write documents and their chunks in one transaction, replacing what was there (chunks of
@@ -292,6 +296,10 @@ class MemoryIndexStore:
     async def document_names(self, namespace: str, collection: str) -> list[str]:
         return sorted(p[2] for p in self._docs if p[:2] == (namespace, collection))
 
+    async def unindexed(self, key: Key) -> list[str]:
+        done = self._chunks.get(key, {})
+        return [n for n in await self.document_names(key[0], key[1]) if n not in done]
+
     async def put_documents(self, docs: list[StoredDocument]) -> None:
         for doc in docs:
             self._collections.add((doc.namespace, doc.collection))
@@ -333,7 +341,7 @@ class MemoryIndexStore:
     def _load(self, key: Key) -> tuple[int, list[_Row], Catalog]:
         if key not in self._loaded:
             if key not in self._chunks:
-                raise InternalError(f"no index {key}")
+                raise NotFoundError(f"index {key[2]!r} does not exist in collection {key[1]!r}", "index_path.index")
             rows: list[_Row] = []
             names: list[str | None] = []
             metadata: list[Any] = []

@@ -14,7 +14,7 @@ from pyodide.ffi import JsException, create_proxy, run_sync, to_js
 
 from .backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult
 from .engine import Engine
-from .errors import InternalError, ModelLoadError, ModelNotSupportedError
+from .errors import InternalError, ModelLoadError, ModelNotSupportedError, NotFoundError
 from .index_store import Catalog, ChunkSet, Hit, IndexConfig, Key, ScoreQuery, StaleCatalogError, StoredDocument
 from .sdk.csi import Csi
 from .sdk.engine_csi import EngineCsi
@@ -225,6 +225,9 @@ class PyodideIndexStore:
     async def document_names(self, namespace: str, collection: str) -> list[str]:
         return loads(await self._js.documentNames(namespace, collection))
 
+    async def unindexed(self, key: Key) -> list[str]:
+        return loads(await self._js.unindexed(*key))
+
     async def put_documents(self, docs: list[StoredDocument]) -> None:
         vectors = array("f")
         wire = []
@@ -258,7 +261,10 @@ class PyodideIndexStore:
         return loads(await self._js.chunkCounts(namespace, collection))
 
     async def catalog(self, key: Key, known_generation: int | None) -> Catalog | None:
-        raw = await self._js.catalog(*key, known_generation)
+        try:
+            raw = await self._js.catalog(*key, known_generation)
+        except JsException as exc:
+            raise _store_error(exc, key) from None
         if not isinstance(raw, str):  # JS null
             return None
         d = loads(raw)
@@ -274,8 +280,14 @@ class PyodideIndexStore:
         except JsException as exc:
             if exc.name == "StaleCatalog":
                 raise StaleCatalogError from None
-            raise InternalError(f"search failed: {exc.message}") from None
+            raise _store_error(exc, key) from None
         return [Hit(*h) for h in loads(raw)]
+
+
+def _store_error(exc: JsException, key: Key) -> Exception:
+    if exc.name == "NoIndex":  # dropped while a search was on its way
+        return NotFoundError(f"index {key[2]!r} does not exist in collection {key[1]!r}", "index_path.index")
+    return InternalError(f"the document store failed: {exc.message}")
 
 
 class PyodideHost:

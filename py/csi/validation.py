@@ -12,7 +12,7 @@ M = TypeVar("M", bound=BaseModel)
 
 # Discriminator tags and validator names pydantic puts into error locations.
 _TAGS = {"system", "user", "assistant", "tool", "str", "list[str]", "list[TextContentPart]",
-         "constrained-int", "constrained-float", "int", "float"}
+         "constrained-int", "constrained-float", "int", "float", "text-item", "image-item"}
 
 
 def field_path(loc: tuple[int | str, ...]) -> str:
