@@ -35,7 +35,6 @@ export class DocStore {
       const key = JSON.parse(k);
       if (key[0] === namespace && key[1] === collection) slot.loaded = null;
     }
-    this.generation++;
   }
 
   changed(namespace, collection) {
@@ -62,10 +61,24 @@ export class DocStore {
     ).then((rows) => rows.map(({ key, ...config }) => config));
   }
 
-  async documentNames(namespace, collection) {
+  /** The index configurations of each collection of `paths` ([namespace, collection, ...]), by `id([ns, coll])`. */
+  async configsOf(paths) {
+    const out = new Map();
+    for (const [namespace, collection] of paths) {
+      const c = id([namespace, collection]);
+      if (!out.has(c)) out.set(c, await this.configs(namespace, collection));
+    }
+    return out;
+  }
+
+  async names(namespace, collection) {
     const keys = await transact(["documents"], "readonly", (tx) =>
       result(tx.objectStore("documents").getAllKeys(prefixRange([namespace, collection]))));
-    return JSON.stringify(keys.map((k) => k[2]));
+    return keys.map((k) => k[2]);
+  }
+
+  async documentNames(namespace, collection) {
+    return JSON.stringify(await this.names(namespace, collection));
   }
 
   /** Names of the collection's documents with no chunks in `index`. */
@@ -122,11 +135,7 @@ export class DocStore {
    */
   async putDocuments(docsJson, vectors) {
     const docs = JSON.parse(docsJson);
-    const configs = new Map();
-    for (const d of docs) {
-      const c = id([d.namespace, d.collection]);
-      if (!configs.has(c)) configs.set(c, await this.configs(d.namespace, d.collection));
-    }
+    const configs = await this.configsOf(docs.map((d) => [d.namespace, d.collection]));
     /** @type {[string[], string, any, Float32Array][]} applied to loaded indexes once committed */
     const applied = [];
     /** @type {string[][]} */
@@ -186,11 +195,9 @@ export class DocStore {
   /** @param {string} pathsJson [[namespace, collection, name]] @returns {Promise<string>} JSON [existed] */
   async deleteDocuments(pathsJson) {
     const paths = JSON.parse(pathsJson);
+    const configs = await this.configsOf(paths);
     // a document's chunks sit under every index of its collection
-    const removed = [];
-    for (const p of paths) {
-      for (const c of await this.configs(p[0], p[1])) removed.push([p[0], p[1], c.index, p[2]]);
-    }
+    const removed = paths.flatMap((p) => configs.get(id([p[0], p[1]])).map((c) => [p[0], p[1], c.index, p[2]]));
     const existed = await transact(["documents", "chunks"], "readwrite", (tx) => {
       const docs = tx.objectStore("documents");
       const found = paths.map((p) => result(docs.count(p)));
@@ -199,7 +206,7 @@ export class DocStore {
       return Promise.all(found);
     });
     await this.apply([], removed);
-    for (const p of paths) this.changed(p[0], p[1]);
+    for (const c of configs.keys()) this.changed(...JSON.parse(c));
     const seen = new Set();
     return JSON.stringify(existed.map((n, i) => {
       const first = !seen.has(id(paths[i]));
@@ -284,7 +291,7 @@ export class DocStore {
   /** Document name -> index -> chunk count, for a collection. */
   async chunkCounts(namespace, collection) {
     const out = {};
-    for (const n of JSON.parse(await this.documentNames(namespace, collection))) out[n] = {};
+    for (const n of await this.names(namespace, collection)) out[n] = {};
     for (const c of await this.configs(namespace, collection)) {
       const index = await this.index([namespace, collection, c.index]);
       for (const [n, count] of Object.entries(index.counts())) (out[n] ??= {})[c.index] = count;

@@ -23,7 +23,7 @@ export class Host {
 
   /** Every stored skill as JSON `{name: source}`. */
   async storedSkills() {
-    const rows = await (await transact([SKILLS], "readonly", (tx) => result(tx.objectStore(SKILLS).getAll())));
+    const rows = await transact([SKILLS], "readonly", (tx) => result(tx.objectStore(SKILLS).getAll()));
     return JSON.stringify(Object.fromEntries(rows.map((r) => [r.name, r.source])));
   }
 

@@ -7,17 +7,19 @@ import asyncio
 import itertools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import openai_face
 from .backend import Backend, Embeddings, ModelInfo, ProgressFn, StepResult
-from .doc_index import DocumentIndex
 from .errors import ContextWindowExceededError, InvalidInputError, ModelNotSupportedError
 from .generation import GenerationParams, GenerationStats, TextDelta, generate
 from .host import Host, LocalHost
 from .openai_types import ChatCompletion, ChatCompletionChunk, CreateEmbeddingResponse
 from .text_services import TextServices
 from .token_bytes import TokenBytes
+
+if TYPE_CHECKING:
+    from .doc_index import DocumentIndex
 
 
 @dataclass
@@ -56,7 +58,16 @@ class Engine:
         self._run_ids = itertools.count()
         self._aux_lock = asyncio.Lock()
         self.text = TextServices(backend, self.host, lambda: self.models)
-        self.documents = DocumentIndex(self)
+        self._documents: DocumentIndex | None = None
+
+    @property
+    def documents(self) -> DocumentIndex:
+        """The document index (its modules load on first use, not at start-up)."""
+        if self._documents is None:
+            from .doc_index import DocumentIndex  # noqa: PLC0415 - loaded on first use
+
+            self._documents = DocumentIndex(self)
+        return self._documents
 
     # ---- lifecycle -----------------------------------------------------------------------------
 

@@ -223,7 +223,8 @@ def score_rows(rows: list[_Row], query: ScoreQuery) -> list[tuple[float, int]]:
                 scored.append((cos, r))
     else:
         n = len(rows)
-        avgdl = sum(sum(row.tf.values()) for row in rows) / n if n else 0.0
+        lengths = [sum(row.tf.values()) for row in rows]
+        avgdl = sum(lengths) / n if n else 0.0
         bm25 = [0.0] * n
         for term in dict.fromkeys(query.terms):
             df = sum(1 for row in rows if term in row.tf)
@@ -233,8 +234,8 @@ def score_rows(rows: list[_Row], query: ScoreQuery) -> list[tuple[float, int]]:
             for r, row in enumerate(rows):
                 tf = row.tf.get(term, 0)
                 if tf and sem[r] is not None:
-                    dl = sum(row.tf.values())
-                    bm25[r] += idf * tf * (query.k1 + 1) / (tf + query.k1 * (1 - query.b + query.b * dl / avgdl))
+                    norm = 1 - query.b + query.b * lengths[r] / avgdl
+                    bm25[r] += idf * tf * (query.k1 + 1) / (tf + query.k1 * norm)
         best = max((bm25[r] for r in range(n) if sem[r] is not None), default=0.0)
         w = query.semantic_weight
         for r, cos in enumerate(sem):
