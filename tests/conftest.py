@@ -1,30 +1,15 @@
-"""Shared fixtures: the built site, a static server, Debian's Chromium, a page with an engine."""
+"""Shared fixtures: the built site, a static server, Debian's Chromium, a page with an engine.
+Helpers live in ``tests.support``."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections.abc import Coroutine, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-DIST = ROOT / "dist"
-MODELS = DIST / "models"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
-LOCAL_PREFIXES = ("http://127.0.0.1:", "blob:", "data:")
-
-
-def run_async(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run a coroutine to completion in a thread of its own: once a browser test has started
-    Playwright's sync API, this thread's event loop belongs to Playwright."""
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, EnginePage, open_engine_page
+from tests.support.paths import DIST
 
 
 @pytest.fixture(scope="session")
@@ -42,64 +27,6 @@ def site_url() -> Iterator[str]:
     server, url = serve_in_thread(DIST)
     yield url
     server.shutdown()
-
-
-class EnginePage:
-    """A page with `window.engine` created by web/engine.js, and every request it made."""
-
-    def __init__(self, page: Any, requests: list[str]) -> None:
-        self.page = page
-        self.requests = requests
-
-    def call(self, script: str, arg: Any = None, timeout: float = 120_000) -> Any:
-        """Evaluate an async function body `(engine, arg) => ...`; engine errors come back as dicts."""
-        # page.evaluate itself never times out: a hang in the worker must fail the test, not block it
-        out = self.page.evaluate(
-            """async ([body, arg, ms]) => {
-                 const fn = new Function('engine', 'arg', `return (async () => { ${body} })()`);
-                 const timeout = new Promise((_, reject) => setTimeout(
-                   () => reject(Object.assign(new Error(`no answer within ${ms} ms`), {name: 'TestTimeout'})), ms));
-                 try { return {ok: true, value: await Promise.race([fn(window.engine, arg), timeout])}; }
-                 catch (e) { return {ok: false, error: {name: e.name, message: e.message, param: e.param ?? null}}; }
-               }""",
-            [script, arg, timeout],
-        )
-        assert out["ok"] or out["error"]["name"] != "TestTimeout", out["error"]["message"]
-        return out
-
-    def ok(self, script: str, arg: Any = None, timeout: float = 120_000) -> Any:
-        out = self.call(script, arg, timeout)
-        assert out["ok"], f"engine call failed: {json.dumps(out['error'])}"
-        return out["value"]
-
-    def foreign_requests(self) -> list[str]:
-        return [u for u in self.requests if not u.startswith(LOCAL_PREFIXES)]
-
-
-def open_engine_page(browser: Any, site_url: str, models: list[str], device: str = "wasm") -> EnginePage:
-    context = browser.new_context()
-    requests: list[str] = []
-    context.on("request", lambda r: requests.append(r.url))
-    page = context.new_page()
-    page.on("console", lambda m: print(f"[console.{m.type}] {m.text}") if m.type in ("error", "warning") else None)
-    page.set_default_timeout(300_000)
-    boot_engine(page, site_url, models, device)
-    return EnginePage(page, requests)
-
-
-def boot_engine(page: Any, site_url: str, models: list[str], device: str = "wasm") -> None:
-    """(Re)load the page and create ``window.engine`` in a new worker."""
-    page.goto(site_url + "web/engine.js")  # a same-origin document; index.html would start its own engine
-    page.evaluate(
-        """async ([models, device]) => {
-             const { CreateWebWorkerEngine } = await import('/web/engine.js');
-             window.progress = [];
-             const worker = new Worker('/worker/worker.js', { type: 'module' });
-             window.engine = await CreateWebWorkerEngine(worker, models, {
-               device, initProgressCallback: (p) => window.progress.push(p) });
-           }""",
-        [models, device],
-    )
 
 
 @pytest.fixture(scope="session")

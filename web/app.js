@@ -20,7 +20,7 @@ const ui = {
 
 /** @type {import("./engine.js").WebWorkerEngine|null} */
 let engine = null;
-/** @type {{role: string, content: string}[]} */
+/** @type {import("./engine.js").ChatCompletionMessageParam[]} */
 let history = [];
 let generating = false;
 /** The chat model loaded last (the documents panel asks it), and whether a load is under way. */
@@ -91,12 +91,14 @@ async function send(text) {
   ui.stats.textContent = "";
   let reply = "";
   try {
-    const stream = await engine.chat.completions.create({
-      messages: history,
-      stream: true,
-      stream_options: { include_usage: true },
-      ...settings,
-    });
+    // `stream: true`: the reply comes as chunks
+    const stream = /** @type {AsyncIterable<import("./engine.js").ChatCompletionChunk>} */ (
+      await engine.chat.completions.create({
+        messages: history,
+        stream: true,
+        stream_options: { include_usage: true },
+        ...settings,
+      }));
     let finish = null;
     for await (const chunk of stream) {
       for (const choice of chunk.choices) {
@@ -180,7 +182,11 @@ function updateDocControls() {
   ui.docs.dataset.busy = String(docsBusy);
 }
 
-/** @param {string} tag @param {string} [className] @param {string} [text] */
+/**
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag @param {string} [className] @param {string} [text]
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 function el(tag, className = "", text = "") {
   const node = document.createElement(tag);
   if (className) node.className = className;

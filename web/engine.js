@@ -1,8 +1,20 @@
+// @ts-check
 // The page client: a WebLLM-style engine whose work happens in csi-web's module worker.
 //
 //   const engine = await CreateWebWorkerEngine(new Worker("/worker/worker.js", {type: "module"}),
 //                                              "tiny-chat", {initProgressCallback, device: "wasm"});
 //   const reply = await engine.chat.completions.create({messages, stream: false});
+//
+// The messages it exchanges with the worker are declared in ../worker/protocol.js; this module
+// imports only their types, so it loads on its own.
+
+/**
+ * @typedef {import("../worker/protocol.js").MessageType} MessageType
+ * @typedef {import("../worker/protocol.js").PageMessage} PageMessage
+ * @typedef {import("../worker/protocol.js").WorkerReply} WorkerReply
+ * @typedef {import("../worker/protocol.js").IndexProgress} IndexProgress
+ * @typedef {import("../worker/protocol.js").IndexPutProgress} IndexPutProgress
+ */
 
 /**
  * @typedef {{stage: string, file: string|null, loaded: number, total: number, model: string|null,
@@ -52,10 +64,12 @@ class Stream {
     this.error = null;
     this.onAbandon = onAbandon;
   }
+  /** @param {ChatCompletionChunk} chunk */
   push(chunk) {
     this.items.push(chunk);
     this.flush();
   }
+  /** @param {Error|null} [error] */
   end(error = null) {
     this.done = true;
     this.error = error;
@@ -91,7 +105,10 @@ class Stream {
   }
 }
 
-/** CSI results carry token bytes as `list<u8>`: on the page they are Uint8Arrays. */
+/**
+ * CSI results carry token bytes as `list<u8>`: on the page they are Uint8Arrays.
+ * @param {any[]} results
+ */
 function bytesToArrays(results) {
   for (const r of results) {
     for (const d of r.logprobs ?? []) {
@@ -119,9 +136,16 @@ export class WebWorkerEngine {
       this.pending.clear();
     });
 
-    this.chat = { completions: { create: (request) => this.createStreamable("chat", request) } };
+    this.chat = {
+      completions: {
+        create: (/** @type {ChatCompletionRequest} */ request) => this.createStreamable("chat", request),
+      },
+    };
     this.completions = { create: (request) => this.createStreamable("completion", request) };
-    this.embeddings = { create: (request) => this.send("embeddings", { request }) };
+    this.embeddings = {
+      /** @returns {Promise<CreateEmbeddingResponse>} */
+      create: (/** @type {EmbeddingCreateParams} */ request) => this.send("embeddings", { request }),
+    };
     /** The CSI (pharia:skill@0.3.0): batches in, results in request order. */
     this.csi = {
       complete: (requests) => this.send("csi_complete", { request: requests }).then(bytesToArrays),
@@ -148,12 +172,14 @@ export class WebWorkerEngine {
        * `{namespace, collection, index, model = "all-minilm-l6-v2", max_tokens = 128, overlap = 0, hybrid = false}`
        * -> the index's configuration and `created`; existing documents are indexed (progress as `put`)
        */
-      createIndex: (request, { progress } = {}) => this.send("index_create", { request }, { progress }),
+      createIndex: (request, /** @type {{progress?: (p: IndexProgress) => void}} */ { progress } = {}) =>
+        this.send("index_create", { request }, { progress }),
       /**
        * `[{path: {namespace, collection, name}, contents: [{text} | "image"], metadata}]` -> `{documents, chunks}`.
        * Replaces documents with the same path. `progress({loaded, total, documents, chunks})` follows each commit.
        */
-      put: (documents, { progress } = {}) => this.send("index_put", { request: documents }, { progress }),
+      put: (documents, /** @type {{progress?: (p: IndexPutProgress) => void}} */ { progress } = {}) =>
+        this.send("index_put", { request: documents }, { progress }),
       /** `[{namespace, collection, name}]` -> whether each existed */
       delete: (paths) => this.send("index_delete", { request: paths }),
       /** `{namespace?, collection?}` -> `{collections: [{namespace, collection, indexes}], documents?: [{name, chunks}]}` */
@@ -186,8 +212,9 @@ export class WebWorkerEngine {
     };
   }
 
-  /** @param {string|object} data */
+  /** @param {string|object} data a {@link WorkerReply}, or its JSON text */
   receive(data) {
+    /** @type {WorkerReply} */
     const msg = typeof data === "string" ? JSON.parse(data) : data;
     const p = this.pending.get(msg.id);
     if (!p) return;
@@ -201,10 +228,12 @@ export class WebWorkerEngine {
   }
 
   /**
-   * @param {string} type @param {object} body
+   * @template {MessageType} K
+   * @param {K} type @param {import("../worker/protocol.js").MessageBody<K>} [body]
    * @param {{chunk?: Function, progress?: Function, id?: string}} [handlers]
+   * @returns {Promise<any>}
    */
-  send(type, body = {}, handlers = {}) {
+  send(type, body = /** @type {import("../worker/protocol.js").MessageBody<K>} */ ({}), handlers = {}) {
     const id = handlers.id ?? `r${this.nextId++}`;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, chunk: handlers.chunk, progress: handlers.progress });
@@ -222,7 +251,8 @@ export class WebWorkerEngine {
   createStreamable(type, request) {
     if (!request || !request.stream) return this.send(type, { request });
     const id = `r${this.nextId++}`;
-    const stream = new Stream(() => this.worker.postMessage({ id: `${id}-cancel`, type: "cancel", target: id }));
+    const stream = new Stream(() => this.worker.postMessage(
+      /** @satisfies {PageMessage} */ ({ id: `${id}-cancel`, type: "cancel", target: id })));
     return new Promise((resolve, reject) => {
       let started = false;
       const start = () => {
@@ -252,7 +282,7 @@ export class WebWorkerEngine {
 
   /** End the running generation at its next token (finish_reason "abort"). */
   interruptGenerate() {
-    this.worker.postMessage({ id: `i${this.nextId++}`, type: "interrupt" });
+    this.worker.postMessage(/** @satisfies {PageMessage} */ ({ id: `i${this.nextId++}`, type: "interrupt" }));
   }
 
   /** Forget the conversation state kept for the loaded chat models. */
@@ -265,6 +295,7 @@ export class WebWorkerEngine {
     const ids = Array.isArray(modelIds) ? modelIds : [modelIds];
     const started = performance.now();
     const files = new Map();
+    /** @param {import("../worker/protocol.js").Progress} p */
     const report = (p) => {
       if (p.file) files.set(`${p.model}/${p.file}`, p);
       let loaded = 0;

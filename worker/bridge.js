@@ -1,14 +1,14 @@
 // The JS side of the Python engine's Backend: tokenizers, forward passes with the KV cache kept
-// here (on the CPU or the GPU), sampling on typed arrays, embeddings. Python (csi.pyodide_backend)
-// calls these methods; nothing here decides what to generate.
+// in each ChatModel (chat_model.js: on the CPU or the GPU), sampling on typed arrays, embeddings.
+// Python (csi.backends.pyodide) calls these methods; nothing here decides what to generate.
 
 import {
   AutoConfig,
   AutoModelForCausalLM,
   AutoTokenizer,
-  Tensor,
   pipeline,
 } from "../vendor/transformers/transformers.js";
+import { ChatModel } from "./chat_model.js";
 import { configureRuntime } from "./runtime_env.js";
 import { Sampler } from "./sampling.js";
 
@@ -37,124 +37,8 @@ function yieldToEventLoop() {
  * @typedef {{stage: string, file: string|null, loaded: number, total: number, model: string}} Progress
  */
 
-class ChatModel {
-  constructor(id, tokenizer, model, config) {
-    this.id = id;
-    this.tokenizer = tokenizer;
-    this.model = model;
-    this.config = config;
-    /** @type {Record<string, any>|null} */
-    this.past = null;
-    /** @type {number[]} the tokens whose keys and values are in the cache, in order */
-    this.sequence = [];
-    this.sampler = new Sampler({ temperature: 0, top_k: 0, top_p: 1, seed: 0 });
-    const session = model.sessions.model ?? Object.values(model.sessions)[0];
-    this.cacheInputs = session.inputNames.filter((n) => n.startsWith("past_key_values."));
-    this.cacheMeta = Object.fromEntries((session.inputMetadata ?? []).map((m) => [m.name, m]));
-    this.usesPositionIds = session.inputNames.includes("position_ids");
-  }
-
-  emptyCache() {
-    const c = this.config;
-    const heads = c.num_key_value_heads ?? c.num_attention_heads;
-    const headDim = c.head_dim ?? c.hidden_size / c.num_attention_heads;
-    const cache = {};
-    for (const name of this.cacheInputs) {
-      const meta = this.cacheMeta[name];
-      const type = meta?.type ?? "float32";
-      const shape = [1, heads, 0, headDim];
-      if (meta?.shape) {
-        if (typeof meta.shape[1] === "number") shape[1] = meta.shape[1];
-        if (typeof meta.shape[3] === "number") shape[3] = meta.shape[3];
-      }
-      const Data = type === "float16" ? Uint16Array : Float32Array;
-      cache[name] = new Tensor(type, new Data(0), shape);
-    }
-    return cache;
-  }
-
-  get pastLength() {
-    return this.sequence.length;
-  }
-
-  reset() {
-    this.disposePast();
-    this.past = null;
-    this.sequence = [];
-  }
-
-  /**
-   * Keep the first `n` cached tokens. Returns how many were kept: GPU-resident caches cannot be
-   * cut here and are dropped instead (0).
-   * @param {number} n
-   */
-  truncate(n) {
-    if (n >= this.sequence.length) return this.sequence.length;
-    if (n <= 0 || !this.past || Object.values(this.past).some((t) => t.location === "gpu-buffer")) {
-      this.reset();
-      return 0;
-    }
-    const past = {};
-    for (const [name, t] of Object.entries(this.past)) {
-      const [b, h, len, d] = t.dims;
-      const out = new t.data.constructor(b * h * n * d);
-      for (let i = 0; i < b * h; i++) {
-        out.set(t.data.subarray(i * len * d, i * len * d + n * d), i * n * d);
-      }
-      past[name] = new Tensor(t.type, out, [b, h, n, d]);
-    }
-    this.past = past;
-    this.sequence.length = n;
-    return n;
-  }
-
-  disposePast(keep = null) {
-    if (!this.past) return;
-    for (const t of Object.values(this.past)) {
-      if (t.location === "gpu-buffer" && !(keep && keep.has(t))) t.dispose();
-    }
-  }
-
-  /**
-   * Run `ids` after the cached tokens; keep the new cache; return the last position's logits.
-   * @param {ArrayLike<number>} ids
-   * @returns {Promise<Float32Array>}
-   */
-  async forward(ids) {
-    const n = ids.length;
-    const start = this.pastLength;
-    const total = start + n;
-    const inputs = {
-      input_ids: new Tensor("int64", BigInt64Array.from(ids, (x) => BigInt(x)), [1, n]),
-      attention_mask: new Tensor("int64", new BigInt64Array(total).fill(1n), [1, total]),
-      past_key_values: this.past ?? this.emptyCache(),
-    };
-    if (this.usesPositionIds) {
-      inputs.position_ids = new Tensor("int64", BigInt64Array.from({ length: n }, (_, i) => BigInt(start + i)), [1, n]);
-    }
-    const out = await this.model.forward(inputs);
-    const next = {};
-    for (const [name, t] of Object.entries(out)) {
-      if (name.startsWith("present")) next[name.replace("present", "past_key_values")] = t;
-    }
-    this.disposePast(new Set(Object.values(next)));
-    this.past = next;
-    for (const id of ids) this.sequence.push(Number(id));
-    const logits = out.logits;
-    const vocab = logits.dims.at(-1);
-    const rows = logits.dims.at(-2);
-    const data = logits.type === "float32" ? logits.data : logits.to("float32").data;
-    return data.subarray((rows - 1) * vocab, rows * vocab);
-  }
-
-  /** @param {ArrayLike<number>} ids */
-  async step(ids) {
-    const logits = await this.forward(ids);
-    return this.sampler.choose(logits, this.sequence);
-  }
-}
-
 class EmbeddingModel {
+  /** @param {string} id @param {any} extractor transformers.js's feature-extraction pipeline */
   constructor(id, extractor) {
     this.id = id;
     this.extractor = extractor;
@@ -271,6 +155,7 @@ export class Bridge {
     return JSON.stringify({ ...info, device });
   }
 
+  /** @param {string} id */
   async unloadModel(id) {
     const m = this.models.get(id);
     this.models.delete(id);
@@ -310,9 +195,14 @@ export class Bridge {
     return this.chat(id).tokenizer.decode(Array.from(ids), { skip_special_tokens: true });
   }
 
-  /** Keep the first `n` tokens of the cache; returns how many were kept. */
-  truncate(id, n) {
-    return this.chat(id).truncate(n);
+  /**
+   * Fit model `id`'s cache to a new prompt: keep its longest common prefix with `ids` (short of the
+   * last prompt token); returns how many tokens were kept. `reusePrefix(id, [])` drops the cache.
+   * @param {string} id @param {ArrayLike<number>} ids the prompt's token ids
+   * @returns {number}
+   */
+  reusePrefix(id, ids) {
+    return this.chat(id).reusePrefix(ids);
   }
 
   /** @param {string} id @param {string} paramsJson SamplingParams as JSON: a new request */
@@ -320,7 +210,10 @@ export class Bridge {
     this.chat(id).sampler = new Sampler(JSON.parse(paramsJson));
   }
 
-  /** The next choice of the same request (`n` > 1): counts restart, the generator goes on. */
+  /**
+   * The next choice of the same request (`n` > 1): counts restart, the generator goes on.
+   * @param {string} id
+   */
   nextChoice(id) {
     this.chat(id).sampler.nextChoice();
   }

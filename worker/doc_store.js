@@ -1,4 +1,4 @@
-// The document index's store (csi.index_store.IndexStore for the worker): collections, indexes,
+// The document index's store (csi.index.store.IndexStore for the worker): collections, indexes,
 // documents and chunks in IndexedDB, each write one transaction acknowledged once committed, and
 // every index loaded into memory (a VectorIndex) on first use and kept in step with the writes.
 // Structured arguments and results cross to Python as JSON text; metadata stays the JSON text
@@ -8,6 +8,12 @@ import { prefixRange, result, transact } from "./idb.js";
 import { VectorIndex } from "./vector_index.js";
 
 const CHANNEL = "csi-web-documents";
+
+/**
+ * An index's configuration as Python writes it (csi.index.store.IndexConfig), stored beside its key.
+ * @typedef {{namespace: string, collection: string, index: string, model: string, max_tokens: number,
+ *            overlap: number, hybrid: boolean, dims: number}} IndexConfig
+ */
 
 /** @param {Uint8Array} bytes @param {number} offset floats @param {number} count floats */
 function floats(bytes, offset, count) {
@@ -30,6 +36,7 @@ export class DocStore {
     if (this.channel) this.channel.onmessage = (e) => this.forget(e.data.namespace, e.data.collection);
   }
 
+  /** @param {string} namespace @param {string} collection */
   forget(namespace, collection) {
     for (const [k, slot] of this.loaded) {
       const key = JSON.parse(k);
@@ -37,6 +44,7 @@ export class DocStore {
     }
   }
 
+  /** @param {string} namespace @param {string} collection */
   changed(namespace, collection) {
     this.channel?.postMessage({ namespace, collection });
   }
@@ -53,6 +61,10 @@ export class DocStore {
     return JSON.stringify(await this.configs(namespace, collection));
   }
 
+  /**
+   * @param {string|null|undefined} namespace @param {string|null|undefined} collection
+   * @returns {Promise<IndexConfig[]>}
+   */
   async configs(namespace, collection) {
     // Python's None arrives as undefined
     const prefix = namespace == null ? [] : collection == null ? [namespace] : [namespace, collection];
@@ -61,7 +73,10 @@ export class DocStore {
     ).then((rows) => rows.map(({ key, ...config }) => config));
   }
 
-  /** The index configurations of each collection of `paths` ([namespace, collection, ...]), by `id([ns, coll])`. */
+  /**
+   * The index configurations of each collection of `paths` ([namespace, collection, ...]), by `id([ns, coll])`.
+   * @param {string[][]} paths @returns {Promise<Map<string, IndexConfig[]>>}
+   */
   async configsOf(paths) {
     const out = new Map();
     for (const [namespace, collection] of paths) {
@@ -71,17 +86,22 @@ export class DocStore {
     return out;
   }
 
+  /** @param {string} namespace @param {string} collection @returns {Promise<string[]>} */
   async names(namespace, collection) {
     const keys = await transact(["documents"], "readonly", (tx) =>
       result(tx.objectStore("documents").getAllKeys(prefixRange([namespace, collection]))));
     return keys.map((k) => k[2]);
   }
 
+  /** @param {string} namespace @param {string} collection */
   async documentNames(namespace, collection) {
     return JSON.stringify(await this.names(namespace, collection));
   }
 
-  /** Names of the collection's documents with no chunks in `index`. */
+  /**
+   * Names of the collection's documents with no chunks in `index`.
+   * @param {string} namespace @param {string} collection @param {string} index
+   */
   async unindexed(namespace, collection, index) {
     const [docs, done] = await transact(["documents", "chunks"], "readonly", (tx) => Promise.all([
       result(tx.objectStore("documents").getAllKeys(prefixRange([namespace, collection]))),
@@ -93,6 +113,7 @@ export class DocStore {
 
   // ---- writes ------------------------------------------------------------------------------------
 
+  /** @param {string} configJson an {@link IndexConfig} */
   async createIndex(configJson) {
     const c = JSON.parse(configJson);
     await transact(["collections", "indexes"], "readwrite", (tx) => {
@@ -102,6 +123,7 @@ export class DocStore {
     this.changed(c.namespace, c.collection);
   }
 
+  /** @param {string} namespace @param {string} collection @param {string} index */
   async dropIndex(namespace, collection, index) {
     await transact(["indexes", "chunks"], "readwrite", (tx) => {
       tx.objectStore("indexes").delete([namespace, collection, index]);
@@ -112,6 +134,7 @@ export class DocStore {
     this.changed(namespace, collection);
   }
 
+  /** @param {string} namespace @param {string} collection */
   async dropCollection(namespace, collection) {
     const range = prefixRange([namespace, collection]);
     await transact(["collections", "indexes", "documents", "chunks"], "readwrite", (tx) => {
@@ -162,7 +185,7 @@ export class DocStore {
       }
     });
     await this.apply(applied, removed);
-    for (const c of configs.keys()) this.changed(...JSON.parse(c));
+    for (const c of configs.keys()) this.changed(.../** @type {[string, string]} */ (JSON.parse(c)));
   }
 
   /**
@@ -206,7 +229,7 @@ export class DocStore {
       return Promise.all(found);
     });
     await this.apply([], removed);
-    for (const c of configs.keys()) this.changed(...JSON.parse(c));
+    for (const c of configs.keys()) this.changed(.../** @type {[string, string]} */ (JSON.parse(c)));
     const seen = new Set();
     return JSON.stringify(existed.map((n, i) => {
       const first = !seen.has(id(paths[i]));
@@ -215,8 +238,14 @@ export class DocStore {
     }));
   }
 
-  /** Apply committed writes to the indexes in memory (or have them reloaded). */
+  /**
+   * Apply committed writes to the indexes in memory (or have them reloaded).
+   * @param {[string[], string, import("./vector_index.js").ChunkSet, Float32Array][]} puts
+   *   [chunks key, metadata JSON, chunk set, vectors]
+   * @param {string[][]} removes chunks keys
+   */
   async apply(puts, removes) {
+    /** @param {string[]} key @param {(index: VectorIndex) => void} change */
     const touch = async (key, change) => {
       const k = id(key.slice(0, 3));
       const slot = this.loaded.get(k);
@@ -288,7 +317,10 @@ export class DocStore {
     return index;
   }
 
-  /** Document name -> index -> chunk count, for a collection. */
+  /**
+   * Document name -> index -> chunk count, for a collection.
+   * @param {string} namespace @param {string} collection
+   */
   async chunkCounts(namespace, collection) {
     const out = {};
     for (const n of await this.names(namespace, collection)) out[n] = {};
@@ -299,7 +331,10 @@ export class DocStore {
     return JSON.stringify(out);
   }
 
-  /** The catalog of a loaded index, or null when `known` is its current generation. */
+  /**
+   * The catalog of a loaded index, or null when `known` is its current generation.
+   * @param {string} namespace @param {string} collection @param {string} name @param {number} known
+   */
   async catalog(namespace, collection, name, known) {
     const index = await this.index([namespace, collection, name]);
     if (index.generation === known) return null;
@@ -309,7 +344,9 @@ export class DocStore {
 
   /**
    * Run the kernel. `optionsJson`: {k, min_score, terms, semantic_weight, k1, b, generation}.
-   * @param {Uint8Array} queryBytes float32 @param {Uint8Array|null} allowed one byte per ordinal
+   * @param {string} namespace @param {string} collection @param {string} name
+   * @param {Uint8Array} queryBytes float32 @param {string} optionsJson
+   * @param {Uint8Array|null} allowed one byte per ordinal
    * @returns {Promise<string>} JSON [[name, item, start, end, content, score]]
    */
   async search(namespace, collection, name, queryBytes, optionsJson, allowed) {

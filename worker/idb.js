@@ -70,11 +70,12 @@ export function database() {
  * @template T
  * @param {string[]} stores @param {IDBTransactionMode} mode
  * @param {(tx: IDBTransaction) => T} body
- * @returns {Promise<T>}
+ * @returns {Promise<Awaited<T>>} what `body` returned (its value, when it returned a promise)
  */
 export async function transact(stores, mode, body) {
   const db = await database();
-  return new Promise((resolve, reject) => {
+  // resolving with a promise adopts its value: hence Awaited<T>
+  return /** @type {Promise<Awaited<T>>} */ (new Promise((resolve, reject) => {
     const tx = db.transaction(stores, mode, { durability: "strict" });
     let result;
     try {
@@ -87,9 +88,10 @@ export async function transact(stores, mode, body) {
     // the body's own read promises reject too when the transaction fails: the rejection below says why
     if (result instanceof Promise) result.catch(() => {});
     tx.oncomplete = () => resolve(result);
-    tx.onerror = (event) => reject(tx.error ?? event.target?.error ?? new Error("transaction failed"));
+    tx.onerror = (event) =>
+      reject(tx.error ?? /** @type {IDBRequest|null} */ (event.target)?.error ?? new Error("transaction failed"));
     tx.onabort = () => reject(tx.error ?? new Error("transaction aborted"));
-  });
+  }));
 }
 
 /**
@@ -103,7 +105,10 @@ export function result(req) {
   });
 }
 
-/** Every key starting with `prefix` (arrays sort after strings, so `[...prefix, []]` bounds them). */
+/**
+ * Every key starting with `prefix` (arrays sort after strings, so `[...prefix, []]` bounds them).
+ * @param {string[]} prefix
+ */
 export function prefixRange(prefix) {
   return IDBKeyRange.bound(prefix, [...prefix, []]);
 }

@@ -1,5 +1,5 @@
 // Whole-vocabulary next-token selection on typed arrays, parameterized from Python.
-// The same algorithm (and the same generator) as csi.cpython_backend, so a seeded request picks
+// The same algorithm (and the same generator) as csi.backends.cpython, so a seeded request picks
 // the same tokens on both backends when their logits agree.
 
 /**

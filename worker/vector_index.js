@@ -1,6 +1,6 @@
 // One search index in memory: every chunk's unit embedding in one contiguous Float32Array, spans
 // and texts beside it, BM25 postings for hybrid indexes, and the scoring kernel. The semantics are
-// those of csi/index_store.py (score_rows), which documents them.
+// those of csi/index/store.py (score_rows), which documents them.
 
 /**
  * @typedef {{items: number[], starts: number[], ends: number[], texts: string[], terms: string[]}} ChunkSet
@@ -31,9 +31,15 @@ export class VectorIndex {
     this.postings = new Map();
   }
 
+  /** @param {number} capacity rows */
   alloc(capacity) {
     const old = this.capacity ? this : null;
     this.capacity = capacity;
+    /**
+     * @template {Float32Array|Int32Array|Uint8Array} A
+     * @param {{new (length: number): A}} Type @param {A|undefined} arr @param {number} [width]
+     * @returns {A}
+     */
     const copy = (Type, arr, width = 1) => {
       const out = new Type(capacity * width);
       if (old) out.set(arr.subarray(0, this.rows * width));
@@ -170,7 +176,10 @@ export class VectorIndex {
     }));
   }
 
-  /** BM25 of every eligible row; idf and the average length over all live rows. */
+  /**
+   * BM25 of every eligible row; idf and the average length over all live rows.
+   * @param {string[]} terms @param {Uint8Array} eligible @param {number} k1 @param {number} b
+   */
   bm25(terms, eligible, k1, b) {
     const scores = new Float64Array(this.rows);
     const n = this.live;
@@ -196,17 +205,19 @@ export class VectorIndex {
 
 /** The k largest (score, row) pairs; on equal scores the lower row wins. */
 class TopK {
+  /** @param {number} k */
   constructor(k) {
     this.k = k;
     /** @type {[number, number][]} a min-heap by (score, -row) */
     this.heap = [];
   }
 
-  /** a worse than b? */
+  /** a worse than b? @param {[number, number]} a @param {[number, number]} b */
   static worse(a, b) {
     return a[0] < b[0] || (a[0] === b[0] && a[1] > b[1]);
   }
 
+  /** @param {number} score @param {number} row */
   offer(score, row) {
     const h = this.heap;
     if (h.length < this.k) {

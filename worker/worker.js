@@ -1,14 +1,27 @@
 // The module Web Worker: boots Pyodide from the site's own copy, installs the wheels listed in
 // /wheels/wheels.json (pydantic, pydantic_core for Pyodide, their deps, our csi wheel), and hands
-// every page message to csi.worker_app.WorkerApp. Replies are posted by Python as JSON strings.
+// every page message to the app of csi.worker.main. Python answers control messages (interrupt,
+// cancel, boot_timings) at once, schedules the others on its event loop, and posts every reply
+// itself (as JSON text). The message protocol is declared in protocol.js.
 
 import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
 import { Bridge } from "./bridge.js";
 import { Host } from "./host.js";
 
+/**
+ * @typedef {import("./protocol.js").PageMessage} PageMessage
+ * @typedef {import("./protocol.js").WorkerReply} WorkerReply
+ * @typedef {import("./protocol.js").BootTimings} BootTimings
+ *
+ * @typedef {object} App csi.worker.main's app, a Python object seen through its proxy
+ * @property {(raw: string) => void} handle serve one page message (JSON text); synchronous: it
+ *   answers control messages at once and queues the others as tasks, posting every reply itself
+ * @property {(json: string) => void} set_boot_timings the {@link BootTimings} of this boot, as JSON
+ */
+
 const SITE = new URL("../", import.meta.url);
 
-/** @param {any} message */
+/** @param {WorkerReply|string} message a reply, or one already in JSON text */
 function post(message) {
   self.postMessage(typeof message === "string" ? message : JSON.stringify(message));
 }
@@ -18,10 +31,15 @@ function bootProgress(id, stage, loaded = 0, total = 1) {
   post({ id, type: "progress", progress: { stage, file: null, loaded, total, model: null } });
 }
 
+/** @type {App|null} */
 let app = null;
+/** @type {Promise<App>|null} */
 let booting = null;
 
-/** @param {string|null} id the request that triggered the boot (its progress goes there) */
+/**
+ * @param {string|null} id the request that triggered the boot (its progress goes there)
+ * @returns {Promise<App>}
+ */
 async function boot(id) {
   const t0 = performance.now();
   bootProgress(id, "pyodide", 0);
@@ -33,16 +51,20 @@ async function boot(id) {
     wheels.map((w) => new URL(`wheels/${w}`, SITE).href),
     { messageCallback: () => {}, errorCallback: (e) => console.error(e) },
   );
-  const mod = pyodide.pyimport("csi.pyodide_backend");
+  const mod = pyodide.pyimport("csi.worker.main");
+  /** @type {App} */
   const created = mod.create_app(new Bridge(), new Host(), post);
   mod.destroy();
   const t2 = performance.now();
   bootProgress(id, "python-ready", 1);
-  self.bootTimings = { pyodide_s: (t1 - t0) / 1000, wheels_s: (t2 - t1) / 1000 };
+  /** @type {BootTimings} */
+  const timings = { pyodide_s: (t1 - t0) / 1000, wheels_s: (t2 - t1) / 1000 };
+  created.set_boot_timings(JSON.stringify(timings));
   return created;
 }
 
 self.onmessage = async (event) => {
+  /** @type {PageMessage} */
   const msg = typeof event.data === "string" ? JSON.parse(event.data) : event.data;
   const id = msg?.id ?? null;
   try {
@@ -50,22 +72,7 @@ self.onmessage = async (event) => {
       booting ??= boot(id);
       app = await booting;
     }
-    // Control messages act at once, between two tokens of whatever is running.
-    if (msg?.type === "interrupt") {
-      app.interrupt();
-      post({ id, type: "result", result: null });
-      return;
-    }
-    if (msg?.type === "cancel") {
-      app.cancel(String(msg.target));
-      post({ id, type: "result", result: null });
-      return;
-    }
-    if (msg?.type === "boot_timings") {
-      post({ id, type: "result", result: self.bootTimings });
-      return;
-    }
-    await app.handle(JSON.stringify(msg));
+    app.handle(JSON.stringify(msg));
   } catch (err) {
     post({
       id,

@@ -1,11 +1,15 @@
 """csi: the Python engine of csi-web.
 
 A pure-Python core (request models, decode loop, streaming, engine) that runs under Pyodide in
-a Web Worker against a JS bridge, and in CPython against ``csi.cpython_backend``.
+a Web Worker against a JS bridge, and in CPython against ``csi.backends.cpython``. The layers,
+lowest first: ``errors`` and ``wire``; ``core`` (engine, decode loop, backend protocol); ``text``
+and ``index`` (services); ``faces`` (one per API); ``skills`` and ``sdk``; ``runtime`` (the
+composition root); ``backends`` and ``worker`` (where it runs).
 """
 
-from .backend import Backend, Embeddings, ModelInfo, SamplingParams
-from .engine import Engine
+from .core.backend import Backend, Embeddings, ModelInfo, SamplingParams
+from .core.engine import Engine, Generation
+from .core.request import GenerationParams, GenerationRequest
 from .errors import (
     ContextWindowExceededError,
     CsiError,
@@ -13,7 +17,10 @@ from .errors import (
     InvalidInputError,
     ModelLoadError,
     ModelNotSupportedError,
+    NotFoundError,
+    blame,
 )
+from .runtime import Runtime, build_runtime
 
 __version__ = "0.1.0"
 
@@ -23,10 +30,17 @@ __all__ = [
     "CsiError",
     "Embeddings",
     "Engine",
+    "Generation",
+    "GenerationParams",
+    "GenerationRequest",
     "InternalError",
     "InvalidInputError",
     "ModelInfo",
     "ModelLoadError",
     "ModelNotSupportedError",
+    "NotFoundError",
+    "Runtime",
     "SamplingParams",
+    "blame",
+    "build_runtime",
 ]

@@ -1,7 +1,11 @@
-"""Typed errors that cross the worker boundary as ``{name, message, param}``."""
+"""Typed errors that cross the worker boundary as ``{name, message, param}``, and ``blame``, the one
+way a field path reaches them."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -63,3 +67,33 @@ def error_to_dict(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, CsiError):
         return exc.to_dict()
     return {"name": "InternalError", "message": f"{type(exc).__name__}: {exc}", "param": None}
+
+
+def join_path(prefix: str, param: str | None) -> str:
+    """``("requests[0]", "params.overlap")`` -> ``"requests[0].params.overlap"``; an index joins without a dot."""
+    if not param:
+        return prefix
+    if not prefix:
+        return param
+    return f"{prefix}{'' if param.startswith('[') else '.'}{param}"
+
+
+@contextmanager
+def blame(prefix: str, **renamed: str) -> Iterator[None]:
+    """Put every ``CsiError`` raised inside under the field ``prefix``.
+
+    Services raise errors about their own arguments (``param="overlap"``); the face that called
+    them knows where that argument sits in the request: ``with blame(f"requests[{i}].params"):``
+    turns it into ``requests[0].params.overlap``, in ``param`` and where the message quotes it.
+    ``renamed`` maps a param to another before the prefix is added (``prompt=""``: the prefix itself).
+    """
+    try:
+        yield
+    except CsiError as exc:
+        old = exc.param
+        new = join_path(prefix, renamed.get(old, old) if old is not None else None)
+        if old:
+            exc.message = re.sub(rf"`{re.escape(old)}(?=[`.\[])", lambda _: f"`{new}", exc.message)
+            exc.args = (exc.message,)
+        exc.param = new or None
+        raise

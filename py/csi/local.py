@@ -1,5 +1,5 @@
 """A CSI for CPython: test skills with pytest against the same engine code the browser runs,
-on onnxruntime and HF tokenizers (``csi.cpython_backend``; needs numpy, onnxruntime, tokenizers).
+on onnxruntime and HF tokenizers (``csi.backends.cpython``; needs numpy, onnxruntime, tokenizers).
 
     with local_csi("dist", ["tiny-chat"]) as csi:
         out = my_skill(csi, Input(...))
@@ -13,9 +13,33 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from .engine import Engine
-from .host import LocalHost
-from .sdk.engine_csi import EngineCsi, loop_run_sync
+from .backends.local_host import LocalHost
+from .runtime import Runtime, build_runtime
+from .skills.engine_csi import EngineCsi, loop_run_sync
+
+
+@contextmanager
+def local_runtime(site: str | Path, models: Sequence[str]) -> Iterator[tuple[Runtime, EngineCsi]]:
+    """A runtime over a built site (``site/models/<id>``, ``site/lang``) with ``models`` loaded, on an
+    event loop in a thread of its own, and a ``Csi`` that calls it from any other thread."""
+    from .backends.cpython import CPythonBackend  # noqa: PLC0415 - CPython only
+
+    site = Path(site)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="csi-engine", daemon=True)
+    thread.start()
+
+    run_sync = loop_run_sync(loop)
+    runtime = build_runtime(CPythonBackend(site / "models"), LocalHost(site / "lang"))
+    try:
+        if models:
+            run_sync(runtime.engine.load(list(models)))
+        yield runtime, runtime.csi(run_sync)
+    finally:
+        run_sync(runtime.engine.unload())
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
 
 
 @contextmanager
@@ -25,21 +49,5 @@ def local_csi(site: str | Path, models: Sequence[str]) -> Iterator[EngineCsi]:
     The engine lives on an event loop in a thread of its own, so skills (synchronous code) call it
     from the test's thread exactly as they do in the worker.
     """
-    from .cpython_backend import CPythonBackend  # noqa: PLC0415 - CPython only
-
-    site = Path(site)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="csi-engine", daemon=True)
-    thread.start()
-
-    run_sync = loop_run_sync(loop)
-    engine = Engine(CPythonBackend(site / "models"), LocalHost(site / "lang"))
-    try:
-        if models:
-            run_sync(engine.load(list(models)))
-        yield EngineCsi(engine, run_sync)
-    finally:
-        run_sync(engine.unload())
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join()
-        loop.close()
+    with local_runtime(site, models) as (_, csi):
+        yield csi

@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar, get_type_hints
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..errors import InternalError, InvalidInputError
-from ..validation import field_path
+from ..wire import field_path
 from .csi import Csi
 
 In = TypeVar("In", bound=BaseModel)

@@ -1,0 +1,297 @@
+"""The Backend for CPython: onnxruntime + tokenizers on the same model folders the site serves.
+
+Lets the core (and skills) run and be tested without a browser. It mirrors worker/bridge.js and
+worker/sampling.js: same inputs to the ONNX graph, same sampling algorithm and generator.
+This module needs numpy and onnxruntime; the browser wheel leaves it out.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from json import loads
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from tokenizers import Tokenizer
+
+from ..core.backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult
+from ..core.token_bytes import TokenBytes, build_token_bytes
+from ..errors import ModelLoadError
+
+CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+
+
+class Mulberry32:
+    """The seedable generator of worker/sampling.js, bit for bit."""
+
+    def __init__(self, seed: int | None) -> None:
+        if seed is None:
+            seed = int.from_bytes(os.urandom(4), "little")
+        hi = math.floor(seed / 4294967296)
+        self.state = (_to_int32(seed) ^ _to_int32(hi)) & 0xFFFFFFFF
+
+    def next(self) -> float:
+        self.state = (self.state + 0x6D2B79F5) & 0xFFFFFFFF
+        t = self.state
+        t = _imul(t ^ (t >> 15), t | 1)
+        t ^= (t + _imul(t ^ (t >> 7), t | 61)) & 0xFFFFFFFF
+        return ((t ^ (t >> 14)) & 0xFFFFFFFF) / 4294967296
+
+
+def _to_int32(x: int) -> int:
+    return x & 0xFFFFFFFF
+
+
+def _imul(a: int, b: int) -> int:
+    return (a * b) & 0xFFFFFFFF
+
+
+def candidates(logits: np.ndarray, p: SamplingParams) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids kept by temperature/top-k/top-p, most likely first, and their probabilities."""
+    z = logits.astype(np.float64)
+    w = np.exp((z - z.max()) * (1.0 / p.temperature))
+    order = np.lexsort((np.arange(len(w)), -w))  # by weight desc, then id asc
+    k = p.top_k if 0 < p.top_k < len(w) else len(w)
+    ids = order[:k]
+    kept = w[ids]
+    if p.top_p < 1:
+        cum = np.cumsum(kept)
+        keep = int(np.searchsorted(cum, p.top_p * cum[-1], side="left")) + 1
+        ids, kept = ids[:keep], kept[:keep]
+    return ids, kept / kept.sum()
+
+
+def process_logits(logits: np.ndarray, p: SamplingParams, sequence: list[int], counts: dict[int, int]) -> np.ndarray:
+    """Penalties and bias, as worker/sampling.js ``processLogits`` (float32, like its copy)."""
+    if p.repetition_penalty == 1 and not p.frequency_penalty and not p.presence_penalty and not p.logit_bias:
+        return logits
+    out = logits.astype(np.float32).copy()
+    if p.repetition_penalty != 1:
+        window = sequence[-p.repetition_window:] if p.repetition_window > 0 else sequence
+        seen = np.fromiter(sorted(set(window)), dtype=np.int64)
+        seen = seen[seen < len(out)]
+        vals = out[seen]
+        out[seen] = np.where(vals > 0, vals / np.float32(p.repetition_penalty), vals * np.float32(p.repetition_penalty))
+    for token, n in counts.items():
+        if token < len(out):
+            out[token] = np.float32(float(out[token]) - (n * p.frequency_penalty + (p.presence_penalty if n else 0.0)))
+    for token, bias in p.logit_bias:
+        if 0 <= token < len(out):
+            out[token] = np.float32(float(out[token]) + bias)
+    return out
+
+
+def token_logprobs(logits: np.ndarray, token: int, k: int) -> tuple[float, tuple[tuple[int, float], ...]]:
+    z = logits.astype(np.float64)
+    lse = z.max() + np.log(np.exp(z - z.max()).sum())
+    top = np.lexsort((np.arange(len(z)), -z))[:k] if k else []
+    return float(z[token] - lse), tuple((int(i), float(z[i] - lse)) for i in top)
+
+
+def sample(logits: np.ndarray, p: SamplingParams, rng: Mulberry32) -> int:
+    if not p.temperature > 0:
+        return int(np.argmax(logits))
+    ids, probs = candidates(logits, p)
+    u = rng.next()
+    acc = 0.0
+    for token, prob in zip(ids, probs, strict=True):
+        acc += float(prob)
+        if u < acc:
+            return int(token)
+    return int(ids[-1])
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """How many leading ids ``a`` and ``b`` share."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+@dataclass
+class _Chat:
+    tokenizer: Tokenizer
+    session: ort.InferenceSession
+    template: Any
+    special: dict[str, str]
+    kv_heads: int
+    head_dim: int
+    cache_inputs: list[str]
+    uses_position_ids: bool
+    token_bytes: TokenBytes | None
+    past: dict[str, np.ndarray] = field(default_factory=dict)
+    sequence: list[int] = field(default_factory=list)
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    rng: Mulberry32 = field(default_factory=lambda: Mulberry32(0))
+    counts: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Embedder:
+    tokenizer: Tokenizer
+    session: ort.InferenceSession
+
+
+class CPythonBackend:
+    """``Backend`` over onnxruntime (CPU) and HF tokenizers, reading ``models_dir/<id>/``."""
+
+    def __init__(self, models_dir: str | Path) -> None:
+        self.models_dir = Path(models_dir)
+        self._models: dict[str, _Chat | _Embedder] = {}
+        self._counters: dict[str, Tokenizer] = {}
+
+    async def load_model(self, model_id: str, device: str, progress: ProgressFn | None) -> ModelInfo:
+        folder = self.models_dir / model_id
+        if not (folder / "config.json").exists():
+            raise ModelLoadError(f"could not load model {model_id!r}: no {folder}/config.json", "model")
+        config = loads((folder / "config.json").read_text())
+        tok_config = loads((folder / "tokenizer_config.json").read_text())
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        session = ort.InferenceSession(str(folder / "onnx" / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        if progress:
+            progress({"stage": "ready", "file": None, "loaded": 1, "total": 1, "model": model_id})
+        if any(a.endswith(CAUSAL_SUFFIXES) for a in config.get("architectures", [])):
+            env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+            special = {k: v for k, v in tok_config.items() if k.endswith("_token") and isinstance(v, str)}
+            names = [i.name for i in session.get_inputs()]
+            self._models[model_id] = _Chat(
+                tokenizer=tokenizer, session=session,
+                template=env.from_string(tok_config["chat_template"]), special=special,
+                kv_heads=config.get("num_key_value_heads", config["num_attention_heads"]),
+                head_dim=config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"],
+                cache_inputs=[n for n in names if n.startswith("past_key_values.")],
+                uses_position_ids="position_ids" in names,
+                token_bytes=_token_bytes(folder / "tokenizer.json"),
+            )
+            gen_path = folder / "generation_config.json"
+            gen = loads(gen_path.read_text()) if gen_path.exists() else {}
+            eos = [gen.get("eos_token_id"), config.get("eos_token_id")]
+            eos_ids = sorted({e for x in eos for e in (x if isinstance(x, list) else [x]) if isinstance(e, int)})
+            return ModelInfo(model_id, "chat", int(config.get("max_position_embeddings", 2048)),
+                             tuple(eos_ids), int(config.get("vocab_size", 0)))
+        max_len = int(tok_config.get("model_max_length", 512))
+        tokenizer.enable_truncation(min(max_len, 100_000))
+        tokenizer.enable_padding(pad_id=tokenizer.token_to_id(tok_config.get("pad_token", "[PAD]")) or 0)
+        self._models[model_id] = _Embedder(tokenizer=tokenizer, session=session)
+        return ModelInfo(model_id, "embedding", max_len, (), int(config.get("vocab_size", 0)))
+
+    async def unload_model(self, model_id: str) -> None:
+        self._models.pop(model_id, None)
+
+    def builtin_models(self) -> tuple[str, ...]:
+        if not self.models_dir.is_dir():
+            return ()
+        return tuple(sorted(p.name for p in self.models_dir.iterdir() if (p / "tokenizer.json").exists()))
+
+    async def load_tokenizer(self, model_id: str) -> None:
+        if model_id not in self._counters:
+            path = self.models_dir / model_id / "tokenizer.json"
+            if not path.exists():
+                raise ModelLoadError(f"no tokenizer for {model_id!r} at {path}", "model")
+            tokenizer = Tokenizer.from_file(str(path))
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+            self._counters[model_id] = tokenizer
+
+    def count_tokens(self, model_id: str, texts: list[str]) -> list[int]:
+        return [len(e.ids) for e in self._counters[model_id].encode_batch(texts, add_special_tokens=False)]
+
+    def _chat(self, model_id: str) -> _Chat:
+        m = self._models[model_id]
+        assert isinstance(m, _Chat), f"{model_id} is not a chat model"
+        return m
+
+    def apply_chat_template(self, model_id: str, messages: list[dict[str, str]]) -> list[int]:
+        m = self._chat(model_id)
+        text = m.template.render(messages=messages, add_generation_prompt=True, **m.special)
+        return m.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def encode(self, model_id: str, text: str, add_special_tokens: bool = False) -> list[int]:
+        return self._chat(model_id).tokenizer.encode(text, add_special_tokens=add_special_tokens).ids
+
+    def decode(self, model_id: str, ids: list[int]) -> str:
+        return self._chat(model_id).tokenizer.decode(ids, skip_special_tokens=True)
+
+    def token_bytes(self, model_id: str) -> TokenBytes | None:
+        return self._chat(model_id).token_bytes
+
+    def reuse_prefix(self, model_id: str, ids: list[int]) -> int:
+        m = self._chat(model_id)
+        n = common_prefix(m.sequence, ids[:-1])
+        if n < len(m.sequence):
+            m.past = {k: v[:, :, :n] for k, v in m.past.items()} if n else {}
+            m.sequence = m.sequence[:n]
+        return n
+
+    def set_sampling(self, model_id: str, params: SamplingParams) -> None:
+        m = self._chat(model_id)
+        m.sampling, m.rng, m.counts = params, Mulberry32(params.seed), {}
+
+    def next_choice(self, model_id: str) -> None:
+        self._chat(model_id).counts = {}
+
+    def forward(self, model_id: str, ids: list[int]) -> np.ndarray:
+        """Run ``ids`` after the cache; keep the new cache; return the last position's logits."""
+        m = self._chat(model_id)
+        n, start = len(ids), len(m.sequence)
+        feeds: dict[str, np.ndarray] = {
+            "input_ids": np.asarray([ids], dtype=np.int64),
+            "attention_mask": np.ones((1, start + n), dtype=np.int64),
+        }
+        if m.uses_position_ids:
+            feeds["position_ids"] = np.arange(start, start + n, dtype=np.int64)[None, :]
+        for name in m.cache_inputs:
+            feeds[name] = m.past.get(name, np.zeros((1, m.kv_heads, 0, m.head_dim), dtype=np.float32))
+        names = [o.name for o in m.session.get_outputs()]
+        outputs = dict(zip(names, m.session.run(names, feeds), strict=True))
+        m.past = {k.replace("present", "past_key_values"): v for k, v in outputs.items() if k.startswith("present")}
+        m.sequence += ids
+        return outputs["logits"][0, -1].astype(np.float32)
+
+    async def step(self, model_id: str, ids: list[int]) -> StepResult:
+        m = self._chat(model_id)
+        p = m.sampling
+        processed = process_logits(self.forward(model_id, ids), p, m.sequence, m.counts)
+        token = sample(processed, p, m.rng)
+        m.counts[token] = m.counts.get(token, 0) + 1
+        if not p.logprobs:
+            return StepResult(token)
+        logprob, top = token_logprobs(processed, token, p.top_logprobs)
+        return StepResult(token, logprob, top)
+
+    async def embed(self, model_id: str, texts: list[str]) -> Embeddings:
+        m = self._models[model_id]
+        assert isinstance(m, _Embedder), f"{model_id} is not an embedding model"
+        enc = m.tokenizer.encode_batch(texts)
+        ids = np.asarray([e.ids for e in enc], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in {i.name for i in m.session.get_inputs()}:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = m.session.run(None, feeds)[0]
+        summed = (hidden * mask[..., None]).sum(axis=1)
+        pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        normed = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return Embeddings(vectors=normed.tolist(), prompt_tokens=int(mask.sum()), dims=normed.shape[1])
+
+
+def _token_bytes(path: Path) -> TokenBytes | None:
+    spec = loads(path.read_text())
+    vocab_spec = spec["model"]["vocab"]
+    if isinstance(vocab_spec, dict):
+        vocab: list[str | None] = [None] * (max(vocab_spec.values(), default=-1) + 1)
+        for token, i in vocab_spec.items():
+            vocab[i] = token
+    else:
+        vocab = [piece for piece, _score in vocab_spec]
+    added = [(t["id"], t["content"], bool(t.get("special"))) for t in spec.get("added_tokens", [])]
+    return build_token_bytes(spec.get("decoder"), vocab, added)

@@ -1,0 +1,122 @@
+"""The decode loop: prefill (reusing what the backend kept of its cache), one backend step per
+token, stopping, text assembly."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .backend import Backend, ModelInfo, StepResult
+from .detokenize import ByteDecoder, IncrementalDecoder
+from .request import GenerationParams
+from .stop_text import StopMatcher
+from .token_bytes import TokenBytes
+
+
+FinishReason = Literal["stop", "length", "abort"]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the reply: its text, the token ids behind it, their log-probabilities if asked."""
+
+    text: str
+    token_ids: list[int]
+    steps: list[StepResult]
+
+
+@dataclass
+class GenerationStats:
+    """Filled in as the generation runs; final once the iterator is exhausted."""
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: FinishReason | None = None
+    token_ids: list[int] = field(default_factory=list)
+    started: float = 0.0
+    first_token_at: float = 0.0
+    finished: float = 0.0
+
+    def timings(self) -> dict[str, float]:
+        """WebLLM's ``usage.extra`` figures (prefill counts only the tokens actually processed)."""
+        e2e = max(self.finished - self.started, 1e-9)
+        ttft = max(self.first_token_at - self.started, 1e-9)
+        decode_time = max(self.finished - self.first_token_at, 1e-9)
+        decoded = max(self.completion_tokens - 1, 0)
+        return {
+            "e2e_latency_s": e2e,
+            "prefill_tokens_per_s": (self.prompt_tokens - self.cached_tokens) / ttft,
+            "decode_tokens_per_s": decoded / decode_time if decoded else 0.0,
+            "time_to_first_token_s": ttft,
+            "time_per_output_token_s": decode_time / decoded if decoded else 0.0,
+        }
+
+
+async def decode(
+    backend: Backend,
+    model: ModelInfo,
+    prompt_ids: list[int],
+    params: GenerationParams,
+    stats: GenerationStats,
+    cancelled: Callable[[], bool] = lambda: False,
+    token_bytes: TokenBytes | None = None,
+) -> AsyncIterator[TextDelta]:
+    """Yield the reply to ``prompt_ids`` piece by piece; ``stats`` says how it ended.
+
+    The backend keeps what it can of its KV cache for the prompt; only the rest is processed.
+    Every generated token id is yielded once; text held back (stop-sequence prefixes, incomplete
+    characters) comes with a later delta. The caller must hold the model's lock and have called
+    ``set_sampling`` (or ``next_choice``).
+    """
+    stats.started = time.perf_counter()
+    stats.prompt_tokens = len(prompt_ids)
+    kept = backend.reuse_prefix(model.model_id, prompt_ids)
+    stats.cached_tokens = kept
+    room = model.context_length - len(prompt_ids)
+    limit = room if params.max_tokens is None else min(params.max_tokens, room)
+    eos = set() if params.ignore_eos else set(model.eos_token_ids)
+    decoder: ByteDecoder | IncrementalDecoder = (
+        ByteDecoder(token_bytes, params.keep_special) if token_bytes is not None
+        else IncrementalDecoder(lambda ids: backend.decode(model.model_id, ids)))
+    stopper = StopMatcher(list(params.stop))
+
+    feed = prompt_ids[kept:]
+    finish: FinishReason = "length"
+    unsent = 0
+    steps: list[StepResult] = []
+    while stats.completion_tokens < limit:
+        if cancelled():
+            finish = "abort"
+            break
+        result = await backend.step(model.model_id, feed)
+        if not stats.first_token_at:
+            stats.first_token_at = time.perf_counter()
+        if result.token in eos:
+            finish = "stop"
+            if params.keep_special and isinstance(decoder, ByteDecoder):
+                tail_text = stopper.push(decoder.push(result.token))
+                if tail_text:
+                    yield TextDelta(tail_text, stats.token_ids[unsent:], steps)
+                    unsent, steps = len(stats.token_ids), []
+            break
+        stats.token_ids.append(result.token)
+        stats.completion_tokens += 1
+        steps.append(result)
+        text = stopper.push(decoder.push(result.token))
+        if text:
+            yield TextDelta(text, stats.token_ids[unsent:], steps)
+            unsent, steps = len(stats.token_ids), []
+        if stopper.stopped:
+            finish = "stop"
+            break
+        feed = [result.token]
+    tail = "" if stopper.stopped else stopper.push(decoder.flush()) + stopper.flush()
+    if tail or unsent < len(stats.token_ids):
+        yield TextDelta(tail, stats.token_ids[unsent:], steps)
+    stats.finish_reason = finish
+    stats.finished = time.perf_counter()
+    if not stats.first_token_at:
+        stats.first_token_at = stats.finished

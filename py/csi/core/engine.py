@@ -1,0 +1,254 @@
+"""The engine: loaded models, per-model FIFO, cancellation, and the one generation path every
+API face streams from. It knows no API: faces hand it a ``GenerationRequest``."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+
+from ..errors import ContextWindowExceededError, InvalidInputError, ModelNotSupportedError
+from .backend import Backend, Embeddings, ModelInfo, ProgressFn, StepResult
+from .decode import FinishReason, GenerationStats, TextDelta, decode
+from .request import GenerationParams, GenerationRequest
+from .token_bytes import TokenBytes
+
+
+@dataclass
+class ChoiceResult:
+    """A whole choice, collected from the stream (for the faces that answer in one piece)."""
+
+    deltas: list[TextDelta] = field(default_factory=list)
+    stats: GenerationStats = field(default_factory=GenerationStats)
+
+    @property
+    def text(self) -> str:
+        return "".join(d.text for d in self.deltas)
+
+    @property
+    def token_ids(self) -> list[int]:
+        return [t for d in self.deltas for t in d.token_ids]
+
+    @property
+    def steps(self) -> list[StepResult]:
+        return [s for d in self.deltas for s in d.steps]
+
+    @property
+    def finish_reason(self) -> FinishReason:
+        assert self.stats.finish_reason is not None, "the choice has not ended"
+        return self.stats.finish_reason
+
+
+@dataclass(frozen=True)
+class ChoiceEvent:
+    """One step of a (possibly multi-choice) generation: a text delta of choice ``index``, or,
+    with ``delta=None``, the end of that choice (``stats`` final)."""
+
+    index: int
+    delta: TextDelta | None
+    stats: GenerationStats
+
+
+class Generation:
+    """A request the engine accepted: model resolved, prompt rendered and checked against the window.
+
+    Iterate it (once) for its ``ChoiceEvent``s, or ``collect()`` them into whole choices.
+    """
+
+    def __init__(self, engine: Engine, model: ModelInfo, prompt_ids: list[int], params: GenerationParams,
+                 n: int, request_id: str | None) -> None:
+        self._engine = engine
+        self.model = model
+        self.prompt_ids = prompt_ids
+        self.params = params
+        self.n = n
+        self.request_id = request_id
+
+    def token_bytes(self, token: int) -> bytes:
+        """The bytes of one token of this model (for log-probabilities)."""
+        return self._engine.token_bytes(self.model.model_id, token)
+
+    def __aiter__(self) -> AsyncIterator[ChoiceEvent]:
+        return self._engine._run(self)
+
+    async def collect(self) -> list[ChoiceResult]:
+        """Every choice whole (non-streaming = the collected stream)."""
+        results = [ChoiceResult() for _ in range(self.n)]
+        async for event in self:
+            if event.delta is None:
+                results[event.index].stats = event.stats
+            else:
+                results[event.index].deltas.append(event.delta)
+        return results
+
+
+class Engine:
+    """One engine behind every API face; owns the models loaded through one ``Backend``."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+        self._models: dict[str, ModelInfo] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._token_bytes: dict[str, TokenBytes | None] = {}
+        self._interrupt_epoch = 0
+        self._aborted: set[str] = set()
+        self._active: set[str] = set()
+        self._run_ids = itertools.count()
+        self._aux_lock = asyncio.Lock()
+
+    @property
+    def models(self) -> Mapping[str, ModelInfo]:
+        """The loaded models by id."""
+        return self._models
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+
+    async def load(
+        self, model_ids: list[str], device: str = "wasm", progress: ProgressFn | None = None
+    ) -> list[ModelInfo]:
+        """Load ``model_ids`` (replacing whatever was loaded)."""
+        if not isinstance(model_ids, list) or not model_ids or not all(isinstance(m, str) and m for m in model_ids):
+            raise InvalidInputError("model ids must be a non-empty list of non-empty strings", "model")
+        await self.unload()
+        for model_id in dict.fromkeys(model_ids):
+            self._add(await self._backend.load_model(model_id, device, progress))
+        return list(self._models.values())
+
+    def _add(self, info: ModelInfo) -> None:
+        self._models[info.model_id] = info
+        self._locks[info.model_id] = asyncio.Lock()
+        if info.kind == "chat":
+            self._token_bytes[info.model_id] = self._backend.token_bytes(info.model_id)
+
+    async def unload(self) -> None:
+        for model_id in list(self._models):
+            async with self._locks[model_id]:
+                await self._backend.unload_model(model_id)
+            del self._models[model_id], self._locks[model_id]
+            self._token_bytes.pop(model_id, None)
+
+    def interrupt(self) -> None:
+        """End every running generation at its next token with finish_reason ``abort``."""
+        self._interrupt_epoch += 1
+
+    def abort(self, request_id: str) -> None:
+        """End the generation of one request (running or queued) with ``abort``."""
+        if request_id in self._active:
+            self._aborted.add(request_id)
+
+    async def reset_chat(self) -> None:
+        """Forget the cached conversation of every chat model."""
+        for model_id, info in self._models.items():
+            if info.kind == "chat":
+                async with self._locks[model_id]:
+                    self._backend.reuse_prefix(model_id, [])
+
+    # ---- lookups -------------------------------------------------------------------------------
+
+    def resolve_model(self, requested: str | None, kind: str) -> ModelInfo:
+        """The loaded model ``requested`` of this kind; ``None``: the only one loaded (param ``model``)."""
+        if requested is None:
+            candidates = [m for m in self._models.values() if m.kind == kind]
+            if len(candidates) == 1:
+                return candidates[0]
+            if not candidates:
+                raise ModelNotSupportedError(f"no {kind} model is loaded", "model")
+            names = ", ".join(m.model_id for m in candidates)
+            raise InvalidInputError(f"several {kind} models are loaded ({names}): say which with `model`", "model")
+        info = self._models.get(requested)
+        if info is None:
+            loaded = ", ".join(self._models) or "none"
+            raise ModelNotSupportedError(f"model {requested!r} is not loaded (loaded: {loaded})", "model")
+        if info.kind != kind:
+            raise ModelNotSupportedError(f"model {requested!r} is a {info.kind} model, not a {kind} model", "model")
+        return info
+
+    async def embedding_model(self, model_id: str) -> ModelInfo:
+        """A loaded embedding model, loading a built-in one beside the others if need be (param ``model``)."""
+        info = self._models.get(model_id)
+        if info is None:
+            if model_id not in self._backend.builtin_models():
+                known = ", ".join(sorted(set(self._models) | set(self._backend.builtin_models())))
+                raise ModelNotSupportedError(
+                    f"model {model_id!r} is neither loaded nor built in (known: {known})", "model")
+            async with self._aux_lock:
+                if model_id not in self._models:
+                    self._add(await self._backend.load_model(model_id, "wasm", None))
+            info = self._models[model_id]
+        if info.kind != "embedding":
+            raise ModelNotSupportedError(f"model {model_id!r} is a {info.kind} model, not an embedding model", "model")
+        return info
+
+    def token_bytes(self, model_id: str, token: int) -> bytes:
+        """The bytes of one token (through the tokenizer when there is no byte table)."""
+        table = self._token_bytes.get(model_id)
+        if table is not None and token < len(table.table):
+            return table.table[token]
+        return self._backend.decode(model_id, [token]).encode()
+
+    # ---- embeddings ----------------------------------------------------------------------------
+
+    async def embed(self, model: ModelInfo, texts: list[str]) -> Embeddings:
+        """Sentence embeddings from a loaded embedding model, in turn with the model's other requests."""
+        async with self._locks[model.model_id]:
+            return await self._backend.embed(model.model_id, texts)
+
+    # ---- the one generation path ---------------------------------------------------------------
+
+    def generate(self, request: GenerationRequest, request_id: str | None = None) -> Generation:
+        """Accept ``request``: resolve the model, check the parameters against it, render the prompt
+        and check it against the context window. Iterate the result to run it."""
+        model = self.resolve_model(request.model, "chat")
+        for token, _ in request.params.sampling.logit_bias:
+            if not 0 <= token < max(model.vocab_size, 1):
+                raise InvalidInputError(f"`logit_bias` names token {token}, outside the vocabulary", "logit_bias")
+        if request.messages is not None:
+            field_name = "messages"
+            ids = self._backend.apply_chat_template(
+                model.model_id, [{"role": role, "content": content} for role, content in request.messages])
+        else:
+            field_name = "prompt"
+            ids = self._backend.encode(model.model_id, request.prompt or "", add_special_tokens=True)
+        if len(ids) >= model.context_length:
+            raise ContextWindowExceededError(
+                f"the prompt has {len(ids)} tokens; the context window of {model.model_id!r} "
+                f"holds {model.context_length}", field_name)
+        if not ids:
+            raise InvalidInputError("the prompt is empty", field_name)
+        return Generation(self, model, ids, request.params, request.n, request_id)
+
+    async def _run(self, gen: Generation) -> AsyncIterator[ChoiceEvent]:
+        """Generate ``gen.n`` choices, one after the other, under the model's lock.
+
+        Requests to one model run in arrival order; the backend keeps what it can of its KV cache
+        (later choices reuse the prompt). ``interrupt()`` and ``abort(request_id)`` end the running
+        choice with ``abort`` and skip the rest.
+        """
+        model, n = gen.model, gen.n
+        key = gen.request_id or f"run-{next(self._run_ids)}"
+        self._active.add(key)
+        try:
+            async with self._locks[model.model_id]:
+                epoch = self._interrupt_epoch
+
+                def cancelled() -> bool:
+                    return self._interrupt_epoch != epoch or key in self._aborted
+
+                self._backend.set_sampling(model.model_id, gen.params.sampling)
+                for index in range(n):
+                    if index:
+                        self._backend.next_choice(model.model_id)
+                    stats = GenerationStats()
+                    async for delta in decode(self._backend, model, gen.prompt_ids, gen.params, stats, cancelled,
+                                              self._token_bytes.get(model.model_id)):
+                        yield ChoiceEvent(index, delta, stats)
+                    yield ChoiceEvent(index, None, stats)
+                    if stats.finish_reason == "abort":
+                        for rest in range(index + 1, n):
+                            yield ChoiceEvent(rest, None, GenerationStats(
+                                prompt_tokens=len(gen.prompt_ids), finish_reason="abort"))
+                        break
+        finally:
+            self._active.discard(key)
+            self._aborted.discard(key)

@@ -1,0 +1,351 @@
+"""Pydantic models of the OpenAI / WebLLM chat completion and embeddings shapes (seed 004)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, model_serializer
+
+from ...core.backend import SamplingParams
+from ...core.decode import FinishReason
+from ...core.request import GenerationParams, GenerationRequest
+from ...errors import InvalidInputError
+from ...wire import Strict
+
+# Fields of seed 004 that a later issue implements; until then refused, never ignored.
+_NOT_YET = ("tools", "tool_choice", "response_format")
+
+
+# ---- request ---------------------------------------------------------------------------------
+
+
+def stop_list(stop: str | list[str] | None) -> list[str]:
+    """OpenAI's ``stop`` (a string, a list, or nothing) as a list of non-empty strings."""
+    if stop is None:
+        return []
+    return [stop] if isinstance(stop, str) else [s for s in stop if s]
+
+
+class TextContentPart(Strict):
+    type: Literal["text"]
+    text: str
+
+
+Content = str | list[TextContentPart]
+
+
+class SystemMessage(Strict):
+    role: Literal["system"]
+    content: Content
+    name: str | None = None
+
+
+class UserMessage(Strict):
+    role: Literal["user"]
+    content: Content
+    name: str | None = None
+
+
+class AssistantMessage(Strict):
+    role: Literal["assistant"]
+    content: Content | None = None
+    name: str | None = None
+
+
+class ToolMessage(Strict):
+    role: Literal["tool"]
+    content: Content
+    tool_call_id: str
+
+
+Message = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")
+]
+
+
+class StreamOptions(Strict):
+    include_usage: bool | None = None
+
+
+class ChatCompletionRequest(Strict):
+    """OpenAI chat completion request, as WebLLM's ``ChatCompletionRequestBase``."""
+
+    messages: Annotated[list[Message], Field(min_length=1)]
+    model: str | None = None
+    stream: bool | None = None
+    stream_options: StreamOptions | None = None
+    n: Annotated[int, Field(ge=1, le=128)] | None = None
+    frequency_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
+    presence_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
+    repetition_penalty: Annotated[float, Field(gt=0.0)] | None = None
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    stop: str | list[str] | None = None
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
+    top_k: Annotated[int, Field(ge=0)] | None = None
+    logit_bias: dict[str, Annotated[float, Field(ge=-100.0, le=100.0)]] | None = None
+    logprobs: bool | None = None
+    top_logprobs: Annotated[int, Field(ge=0, le=20)] | None = None
+    seed: int | None = None
+    ignore_eos: bool | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Any = None
+    response_format: dict[str, Any] | None = None
+    user: str | None = None
+    return_token_ids: bool | None = None
+    """Extension (as vLLM's): also return prompt and completion token ids."""
+
+    def check(self) -> None:
+        """WebLLM's rules beyond the field types."""
+        for name in _NOT_YET:
+            if getattr(self, name) not in (None, False):
+                raise InvalidInputError(f"`{name}` is not supported yet", name)
+        _check_common(self)
+        if self.top_logprobs is not None and not self.logprobs:
+            raise InvalidInputError("`top_logprobs` needs `logprobs: true`", "top_logprobs")
+        if self.messages[-1].role not in ("user", "tool"):
+            raise InvalidInputError("the last message must be from the user or a tool", "messages")
+
+    def to_generation_request(self) -> GenerationRequest:
+        """Chat defaults to the rest of the window for ``max_tokens``."""
+        return GenerationRequest(
+            model=self.model, messages=tuple((m.role, _text_of(m.content)) for m in self.messages),
+            params=_generation_params(self, self.top_logprobs or 0, self.max_tokens), n=self.n or 1)
+
+
+class CompletionRequest(Strict):
+    """OpenAI (legacy) text completion request, as WebLLM's ``CompletionCreateParamsBase``."""
+
+    prompt: str
+    model: str | None = None
+    stream: bool | None = None
+    stream_options: StreamOptions | None = None
+    n: Annotated[int, Field(ge=1, le=128)] | None = None
+    echo: bool | None = None
+    frequency_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
+    presence_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
+    repetition_penalty: Annotated[float, Field(gt=0.0)] | None = None
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    stop: str | list[str] | None = None
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
+    top_k: Annotated[int, Field(ge=0)] | None = None
+    logit_bias: dict[str, Annotated[float, Field(ge=-100.0, le=100.0)]] | None = None
+    logprobs: Annotated[int, Field(ge=0, le=20)] | None = None
+    seed: int | None = None
+    ignore_eos: bool | None = None
+    suffix: None = None
+    best_of: None = None
+    user: str | None = None
+    return_token_ids: bool | None = None
+
+    def check(self) -> None:
+        _check_common(self)
+
+    def to_generation_request(self) -> GenerationRequest:
+        """OpenAI's legacy completions default to 16 tokens; ``logprobs`` is the number of alternatives."""
+        return GenerationRequest(model=self.model, prompt=self.prompt,
+                                 params=_generation_params(self, self.logprobs or 0, self.max_tokens or 16),
+                                 n=self.n or 1)
+
+
+def _text_of(content: Content | None) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.text for part in content)
+
+
+def _check_common(req: ChatCompletionRequest | CompletionRequest) -> None:
+    """Rules shared by chat and text completions, beyond the field types."""
+    if req.stream_options is not None and not req.stream:
+        raise InvalidInputError("`stream_options` is only allowed when `stream` is true", "stream_options")
+    for key in req.logit_bias or {}:
+        if not key.lstrip("-").isdigit():
+            raise InvalidInputError(f"`logit_bias` keys are token ids; got {key!r}", "logit_bias")
+
+
+def _generation_params(req: ChatCompletionRequest | CompletionRequest, top_logprobs: int,
+                       max_tokens: int | None) -> GenerationParams:
+    return GenerationParams(
+        sampling=SamplingParams(
+            temperature=1.0 if req.temperature is None else req.temperature,
+            top_k=req.top_k or 0,
+            top_p=1.0 if req.top_p is None else req.top_p,
+            seed=req.seed,
+            repetition_penalty=req.repetition_penalty or 1.0,
+            frequency_penalty=req.frequency_penalty or 0.0,
+            presence_penalty=req.presence_penalty or 0.0,
+            logit_bias=tuple((int(k), float(v)) for k, v in (req.logit_bias or {}).items()),
+            logprobs=req.logprobs is not None and req.logprobs is not False,
+            top_logprobs=top_logprobs,
+        ),
+        max_tokens=max_tokens,
+        stop=tuple(stop_list(req.stop)),
+        ignore_eos=bool(req.ignore_eos),
+    )
+
+
+class EmbeddingRequest(Strict):
+    """OpenAI embeddings request: one string or a list of strings."""
+
+    input: str | Annotated[list[str], Field(min_length=1)]
+    model: str | None = None
+    encoding_format: Literal["float"] | None = None
+    dimensions: None = None
+    user: str | None = None
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.input] if isinstance(self.input, str) else list(self.input)
+
+
+# ---- responses -------------------------------------------------------------------------------
+
+
+class _WithExtensions(BaseModel):
+    """Responses whose non-OpenAI extension fields are left out unless they are set."""
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_extensions(self, handler: Any) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if not (k in _EXTENSIONS and v is None)}
+
+
+_EXTENSIONS = {"prompt_token_ids", "token_ids"}
+
+
+class UsageExtra(BaseModel):
+    e2e_latency_s: float
+    prefill_tokens_per_s: float
+    decode_tokens_per_s: float
+    time_to_first_token_s: float
+    time_per_output_token_s: float
+
+
+class PromptTokensDetails(BaseModel):
+    cached_tokens: int
+    """Prompt tokens whose keys and values were reused from the previous request's cache."""
+
+
+class CompletionUsage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: PromptTokensDetails | None = None
+    extra: UsageExtra | None = None
+
+
+class TopLogprob(BaseModel):
+    token: str
+    logprob: float
+    bytes: list[int]
+
+
+class TokenLogprob(BaseModel):
+    token: str
+    logprob: float
+    bytes: list[int]
+    top_logprobs: list[TopLogprob]
+
+
+class ChoiceLogprobs(BaseModel):
+    content: list[TokenLogprob] | None
+
+
+class ChatCompletionMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str | None
+
+
+class Choice(_WithExtensions):
+    index: int
+    message: ChatCompletionMessage
+    finish_reason: FinishReason
+    logprobs: ChoiceLogprobs | None = None
+    token_ids: list[int] | None = None
+
+
+class ChatCompletion(_WithExtensions):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[Choice]
+    usage: CompletionUsage | None = None
+    system_fingerprint: str | None = None
+    prompt_token_ids: list[int] | None = None
+
+
+class Delta(BaseModel):
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_unset(self, handler: Any) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+class ChunkChoice(_WithExtensions):
+    index: int
+    delta: Delta
+    finish_reason: FinishReason | None = None
+    logprobs: ChoiceLogprobs | None = None
+    token_ids: list[int] | None = None
+
+
+class ChatCompletionChunk(_WithExtensions):
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    choices: list[ChunkChoice]
+    usage: CompletionUsage | None = None
+    system_fingerprint: str | None = None
+    prompt_token_ids: list[int] | None = None
+
+
+class CompletionLogprobs(BaseModel):
+    tokens: list[str]
+    token_logprobs: list[float]
+    top_logprobs: list[dict[str, float]]
+    text_offset: list[int]
+
+
+class CompletionChoice(_WithExtensions):
+    index: int
+    text: str
+    finish_reason: FinishReason | None = None
+    logprobs: CompletionLogprobs | None = None
+    token_ids: list[int] | None = None
+
+
+class Completion(_WithExtensions):
+    """A text completion, or (streaming) one chunk of it: the same shape, as OpenAI's."""
+
+    id: str
+    object: Literal["text_completion"] = "text_completion"
+    created: int
+    model: str
+    choices: list[CompletionChoice]
+    usage: CompletionUsage | None = None
+    system_fingerprint: str | None = None
+    prompt_token_ids: list[int] | None = None
+
+
+class EmbeddingData(BaseModel):
+    object: Literal["embedding"] = "embedding"
+    index: int
+    embedding: list[float]
+
+
+class EmbeddingUsage(BaseModel):
+    prompt_tokens: int
+    total_tokens: int
+
+
+class CreateEmbeddingResponse(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[EmbeddingData]
+    model: str
+    usage: EmbeddingUsage

@@ -1,0 +1,271 @@
+"""The OpenAI / WebLLM face: chat completions, (legacy) completions and embeddings.
+
+Each request model translates itself into the engine's ``GenerationRequest``; the engine's one
+stream of ``ChoiceEvent``s is rendered as chunks, or collected once into the whole response.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ...core.decode import GenerationStats, TextDelta
+from ...core.engine import ChoiceEvent, Engine, Generation
+from ...wire import parse_request
+from .protocol import (
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChatCompletionMessage,
+    ChatCompletionRequest,
+    Choice,
+    ChoiceLogprobs,
+    ChunkChoice,
+    Completion,
+    CompletionChoice,
+    CompletionLogprobs,
+    CompletionRequest,
+    CompletionUsage,
+    CreateEmbeddingResponse,
+    Delta,
+    EmbeddingData,
+    EmbeddingRequest,
+    EmbeddingUsage,
+    PromptTokensDetails,
+    TokenLogprob,
+    TopLogprob,
+    UsageExtra,
+)
+
+# ---- shared by chat and text completions --------------------------------------------------------
+
+
+def usage(stats: list[GenerationStats]) -> CompletionUsage:
+    """Usage of all choices: the prompt once, completions summed, timings of the first choice."""
+    first = stats[0]
+    completion = sum(s.completion_tokens for s in stats)
+    return CompletionUsage(
+        prompt_tokens=first.prompt_tokens,
+        completion_tokens=completion,
+        total_tokens=first.prompt_tokens + completion,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=first.cached_tokens),
+        extra=UsageExtra(**first.timings()),
+    )
+
+
+class _Finished:
+    """The stats of the choices that have ended, for usage once all have."""
+
+    def __init__(self) -> None:
+        self.stats: dict[int, GenerationStats] = {}
+
+    def add(self, event: ChoiceEvent) -> None:
+        self.stats[event.index] = event.stats
+
+    def usage(self) -> CompletionUsage:
+        return usage([self.stats[i] for i in sorted(self.stats)])
+
+
+def _prepare(engine: Engine, req: ChatCompletionRequest | CompletionRequest, request_id: str | None) -> Generation:
+    return engine.generate(req.to_generation_request(), request_id)
+
+
+# ---- chat completions ------------------------------------------------------------------------------
+
+
+def _chat_logprobs(gen: Generation, delta: TextDelta) -> list[TokenLogprob]:
+    def entry(token: int) -> tuple[str, list[int]]:
+        raw = gen.token_bytes(token)
+        return raw.decode("utf-8", errors="replace"), list(raw)
+
+    # built from the engine's own data on the per-token path: no validation needed
+    out = []
+    for step in delta.steps:
+        text, raw = entry(step.token)
+        top = [TopLogprob.model_construct(token=t, logprob=lp, bytes=b) for t, b, lp in
+               ((*entry(tid), lp) for tid, lp in step.top)]
+        out.append(TokenLogprob.model_construct(token=text, logprob=step.logprob or 0.0, bytes=raw, top_logprobs=top))
+    return out
+
+
+def _chat_generation(engine: Engine, request: Any, request_id: str | None) -> tuple[ChatCompletionRequest, Generation]:
+    req = parse_request(ChatCompletionRequest, request)
+    req.check()
+    return req, _prepare(engine, req, request_id)
+
+
+async def chat_completion_stream(
+    engine: Engine, request: Any, request_id: str | None = None
+) -> AsyncIterator[ChatCompletionChunk]:
+    """Stream a chat completion: chunks of text per choice (``index``), a chunk with each
+    choice's ``finish_reason``, and with ``stream_options.include_usage`` a last chunk with usage."""
+    req, gen = _chat_generation(engine, request, request_id)
+    chunk_id = "chatcmpl-" + secrets.token_hex(12)
+    created = int(time.time())
+    with_ids = bool(req.return_token_ids)
+    with_logprobs = gen.params.sampling.logprobs
+    include_usage = bool(req.stream_options and req.stream_options.include_usage)
+    finished = _Finished()
+
+    def chunk(choices: list[ChunkChoice], use: CompletionUsage | None = None) -> ChatCompletionChunk:
+        return ChatCompletionChunk(id=chunk_id, created=created, model=gen.model.model_id, choices=choices, usage=use)
+
+    async for event in gen:
+        if event.delta is not None:
+            d = event.delta
+            logprobs = ChoiceLogprobs(content=_chat_logprobs(gen, d)) if with_logprobs else None
+            yield chunk([ChunkChoice(index=event.index, delta=Delta(role="assistant", content=d.text),
+                                     logprobs=logprobs, token_ids=d.token_ids if with_ids else None)])
+            continue
+        finished.add(event)
+        done = chunk([ChunkChoice(index=event.index, delta=Delta(), finish_reason=event.stats.finish_reason,
+                                  token_ids=[] if with_ids else None)])
+        if event.index == gen.n - 1 and not include_usage:
+            done.usage = finished.usage()
+        if with_ids:
+            done.prompt_token_ids = gen.prompt_ids
+        yield done
+    if include_usage:
+        yield chunk([], finished.usage())
+
+
+async def chat_completion(engine: Engine, request: Any, request_id: str | None = None) -> ChatCompletion:
+    """The non-streaming form: the engine's stream, collected once."""
+    req, gen = _chat_generation(engine, request, request_id)
+    with_ids = bool(req.return_token_ids)
+    with_logprobs = gen.params.sampling.logprobs
+    results = await gen.collect()
+    return ChatCompletion(
+        id="chatcmpl-" + secrets.token_hex(12), created=int(time.time()), model=gen.model.model_id,
+        usage=usage([r.stats for r in results]), prompt_token_ids=gen.prompt_ids if with_ids else None,
+        choices=[
+            Choice(index=i, message=ChatCompletionMessage(content=r.text), finish_reason=r.finish_reason,
+                   logprobs=ChoiceLogprobs(content=[lp for d in r.deltas for lp in _chat_logprobs(gen, d)])
+                   if with_logprobs else None,
+                   token_ids=r.token_ids if with_ids else None)
+            for i, r in enumerate(results)
+        ],
+    )
+
+
+async def create_chat_completion(
+    engine: Engine, request: Any, request_id: str | None = None
+) -> ChatCompletion | AsyncIterator[ChatCompletionChunk]:
+    """``chat.completions.create``: a stream of chunks when the request says ``stream: true``."""
+    if isinstance(request, dict) and request.get("stream"):
+        return chat_completion_stream(engine, request, request_id)
+    return await chat_completion(engine, request, request_id)
+
+
+# ---- (legacy) text completions --------------------------------------------------------------------
+
+
+def _legacy_logprobs(gen: Generation, delta: TextDelta, offset: int) -> CompletionLogprobs:
+    """OpenAI's legacy completions logprobs of one delta: tokens, their logprobs, top alternatives,
+    offsets (from ``offset``, where the delta's text starts)."""
+    tokens, lps, tops, offsets = [], [], [], []
+    for step in delta.steps:
+        text = gen.token_bytes(step.token).decode("utf-8", errors="replace")
+        tokens.append(text)
+        lps.append(step.logprob or 0.0)
+        tops.append({gen.token_bytes(t).decode("utf-8", errors="replace"): lp for t, lp in step.top})
+        offsets.append(offset)
+        offset += len(text)
+    return CompletionLogprobs(tokens=tokens, token_logprobs=lps, top_logprobs=tops, text_offset=offsets)
+
+
+def _completion_generation(engine: Engine, request: Any,
+                           request_id: str | None) -> tuple[CompletionRequest, Generation]:
+    req = parse_request(CompletionRequest, request)
+    req.check()
+    return req, _prepare(engine, req, request_id)
+
+
+async def completion_stream(
+    engine: Engine, request: Any, request_id: str | None = None
+) -> AsyncIterator[Completion]:
+    """Stream a text completion of a raw prompt (no chat template), OpenAI's legacy shape."""
+    req, gen = _completion_generation(engine, request, request_id)
+    n = gen.n
+    cid = "cmpl-" + secrets.token_hex(12)
+    created = int(time.time())
+    include_usage = bool(req.stream_options and req.stream_options.include_usage)
+    offsets = {i: len(req.prompt) if req.echo else 0 for i in range(n)}
+    echoed: set[int] = set()
+    finished = _Finished()
+
+    def chunk(choices: list[CompletionChoice], use: CompletionUsage | None = None) -> Completion:
+        return Completion(id=cid, created=created, model=gen.model.model_id, choices=choices, usage=use)
+
+    async for event in gen:
+        i = event.index
+        if event.delta is not None:
+            d = event.delta
+            prefix = req.prompt if req.echo and i not in echoed else ""
+            echoed.add(i)
+            lp = _legacy_logprobs(gen, d, offsets[i]) if req.logprobs is not None else None
+            offsets[i] += len(d.text)
+            yield chunk([CompletionChoice(index=i, text=prefix + d.text, logprobs=lp,
+                                          token_ids=d.token_ids if req.return_token_ids else None)])
+            continue
+        finished.add(event)
+        done = chunk([CompletionChoice(index=i, text="" if i in echoed or not req.echo else req.prompt,
+                                       finish_reason=event.stats.finish_reason,
+                                       token_ids=[] if req.return_token_ids else None)])
+        if i == n - 1 and not include_usage:
+            done.usage = finished.usage()
+        if req.return_token_ids:
+            done.prompt_token_ids = gen.prompt_ids
+        yield done
+    if include_usage:
+        yield chunk([], finished.usage())
+
+
+async def completion(engine: Engine, request: Any, request_id: str | None = None) -> Completion:
+    """The non-streaming form: the engine's stream, collected once."""
+    req, gen = _completion_generation(engine, request, request_id)
+    results = await gen.collect()
+    start = len(req.prompt) if req.echo else 0
+    choices = []
+    for i, r in enumerate(results):
+        logprobs = None
+        if req.logprobs is not None:
+            logprobs = CompletionLogprobs(tokens=[], token_logprobs=[], top_logprobs=[], text_offset=[])
+            offset = start
+            for d in r.deltas:
+                part = _legacy_logprobs(gen, d, offset)
+                offset += len(d.text)
+                logprobs.tokens += part.tokens
+                logprobs.token_logprobs += part.token_logprobs
+                logprobs.top_logprobs += part.top_logprobs
+                logprobs.text_offset += part.text_offset
+        choices.append(CompletionChoice(index=i, text=(req.prompt if req.echo else "") + r.text,
+                                        finish_reason=r.finish_reason, logprobs=logprobs,
+                                        token_ids=r.token_ids if req.return_token_ids else None))
+    return Completion(id="cmpl-" + secrets.token_hex(12), created=int(time.time()), model=gen.model.model_id,
+                      usage=usage([r.stats for r in results]), choices=choices,
+                      prompt_token_ids=gen.prompt_ids if req.return_token_ids else None)
+
+
+async def create_completion(
+    engine: Engine, request: Any, request_id: str | None = None
+) -> Completion | AsyncIterator[Completion]:
+    """``completions.create``: a stream of chunks when the request says ``stream: true``."""
+    if isinstance(request, dict) and request.get("stream"):
+        return completion_stream(engine, request, request_id)
+    return await completion(engine, request, request_id)
+
+
+# ---- embeddings ------------------------------------------------------------------------------------
+
+
+async def embeddings(engine: Engine, request: Any) -> CreateEmbeddingResponse:
+    req = parse_request(EmbeddingRequest, request)
+    model = engine.resolve_model(req.model, "embedding")
+    result = await engine.embed(model, req.texts)
+    return CreateEmbeddingResponse(
+        model=model.model_id,
+        data=[EmbeddingData(index=i, embedding=v) for i, v in enumerate(result.vectors)],
+        usage=EmbeddingUsage(prompt_tokens=result.prompt_tokens, total_tokens=result.prompt_tokens),
+    )

@@ -1,0 +1,133 @@
+"""The CSI ``inference`` interface (pharia:skill@0.3.0, seed 001): completions of raw prompts and
+chats through the model's chat template, batches in, results in request order."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ...core.backend import SamplingParams
+from ...core.engine import ChoiceResult, Engine, Generation
+from ...core.request import GenerationParams, GenerationRequest
+from ...errors import blame
+from ...wire import Strict, parse_batch
+
+
+class TopLogprobs(Strict):
+    top: Annotated[int, Field(ge=0, le=20)]
+
+
+Logprobs = Literal["no", "sampled"] | TopLogprobs
+
+
+class CompletionParams(Strict):
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
+    top_k: Annotated[int, Field(ge=0)] | None = None
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
+    stop: list[str] = []
+    return_special_tokens: bool = False
+    frequency_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
+    presence_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
+    logprobs: Logprobs = "no"
+
+
+class ChatParams(Strict):
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
+    frequency_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
+    presence_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
+    logprobs: Logprobs = "no"
+
+
+def _generation_params(p: CompletionParams | ChatParams) -> GenerationParams:
+    """The CSI's params as the engine's (chat params have no top-k, stops or special tokens)."""
+    top = p.logprobs.top if isinstance(p.logprobs, TopLogprobs) else 0
+    completion = p if isinstance(p, CompletionParams) else None
+    return GenerationParams(
+        sampling=SamplingParams(
+            temperature=1.0 if p.temperature is None else p.temperature,
+            top_k=(completion.top_k or 0) if completion else 0,
+            top_p=1.0 if p.top_p is None else p.top_p,
+            frequency_penalty=p.frequency_penalty or 0.0,
+            presence_penalty=p.presence_penalty or 0.0,
+            logprobs=p.logprobs != "no",
+            top_logprobs=top,
+        ),
+        max_tokens=p.max_tokens,
+        stop=tuple(s for s in completion.stop if s) if completion else (),
+        keep_special=completion.return_special_tokens if completion else False,
+    )
+
+
+class CompletionRequest(Strict):
+    model: str
+    prompt: str
+    params: CompletionParams
+
+    def to_generation_request(self) -> GenerationRequest:
+        return GenerationRequest(model=self.model, prompt=self.prompt, params=_generation_params(self.params))
+
+
+class Message(Strict):
+    role: str
+    content: str
+
+
+class ChatRequest(Strict):
+    model: str
+    messages: Annotated[list[Message], Field(min_length=1)]
+    params: ChatParams
+
+    def to_generation_request(self) -> GenerationRequest:
+        return GenerationRequest(model=self.model, messages=tuple((m.role, m.content) for m in self.messages),
+                                 params=_generation_params(self.params))
+
+
+class CompleteBatch(Strict):
+    requests: list[CompletionRequest]
+
+
+class ChatBatch(Strict):
+    requests: list[ChatRequest]
+
+
+def _result(gen: Generation, r: ChoiceResult, logprobs: Logprobs) -> dict[str, Any]:
+    def lp(token: int, value: float) -> dict[str, Any]:
+        return {"token": list(gen.token_bytes(token)), "logprob": value}
+
+    distributions = [] if logprobs == "no" else [
+        {"sampled": lp(s.token, s.logprob or 0.0),
+         "top": [lp(t, v) for t, v in s.top] if isinstance(logprobs, TopLogprobs) else []}
+        for s in r.steps]
+    return {
+        "finish_reason": "stop" if r.stats.finish_reason == "abort" else r.stats.finish_reason,
+        "logprobs": distributions,
+        "usage": {"prompt": r.stats.prompt_tokens, "completion": r.stats.completion_tokens},
+    }
+
+
+async def complete(engine: Engine, requests: Any) -> list[dict[str, Any]]:
+    """``inference.complete``: raw prompts (no chat template), results in request order."""
+    batch = parse_batch(CompleteBatch, requests)
+    out = []
+    for i, req in enumerate(batch.requests):
+        with blame(f"requests[{i}]"):
+            gen = engine.generate(req.to_generation_request())
+        [r] = await gen.collect()
+        out.append({"text": r.text, **_result(gen, r, req.params.logprobs)})
+    return out
+
+
+async def chat(engine: Engine, requests: Any) -> list[dict[str, Any]]:
+    """``inference.chat``: messages through the model's chat template, results in request order."""
+    batch = parse_batch(ChatBatch, requests)
+    out = []
+    for i, req in enumerate(batch.requests):
+        with blame(f"requests[{i}]"):
+            gen = engine.generate(req.to_generation_request())
+        [r] = await gen.collect()
+        out.append({"message": {"role": "assistant", "content": r.text}, **_result(gen, r, req.params.logprobs)})
+    return out

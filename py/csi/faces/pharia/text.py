@@ -1,0 +1,87 @@
+"""The CSI ``chunking`` and ``language`` interfaces (seed 001, plus pharia 0.3.3's
+``chunk-with-offsets``): batches of requests in, answers in request order."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field
+
+from ...errors import blame
+from ...wire import Strict
+from ...wire import parse_batch
+
+if TYPE_CHECKING:
+    from ...text.services import TextServices
+
+
+class ChunkParams(Strict):
+    model: str
+    max_tokens: Annotated[int, Field(ge=1, le=2**32 - 1)]
+    overlap: Annotated[int, Field(ge=0, le=2**32 - 1)] = 0
+
+
+class ChunkRequest(Strict):
+    text: str
+    params: ChunkParams
+
+
+class ChunkWithOffsetRequest(ChunkRequest):
+    character_offsets: bool = True
+
+
+class ChunkBatch(Strict):
+    requests: list[ChunkRequest]
+
+
+class ChunkWithOffsetBatch(Strict):
+    requests: list[ChunkWithOffsetRequest]
+
+
+class SelectLanguageRequest(Strict):
+    text: str
+    languages: list[str]
+
+
+class SelectLanguageBatch(Strict):
+    requests: list[SelectLanguageRequest]
+
+
+async def _chunks(text: TextServices, req: ChunkRequest, i: int) -> list[tuple[int, str]]:
+    p = req.params
+    with blame(f"requests[{i}].params"):
+        return await text.chunk(req.text, p.model, p.max_tokens, p.overlap)
+
+
+async def chunk(text: TextServices, requests: Any) -> list[list[str]]:
+    """``chunking.chunk``: each text's chunks, trimmed of surrounding whitespace."""
+    batch = parse_batch(ChunkBatch, requests)
+    return [[c for _, c in await _chunks(text, req, i)] for i, req in enumerate(batch.requests)]
+
+
+async def chunk_with_offsets(text: TextServices, requests: Any) -> list[list[dict[str, Any]]]:
+    """``chunking.chunk-with-offsets``: chunks with their UTF-8 byte offset and, if asked for,
+    character (code point) offset into the text."""
+    batch = parse_batch(ChunkWithOffsetBatch, requests)
+    out = []
+    for i, req in enumerate(batch.requests):
+        chunks = await _chunks(text, req, i)
+        source, done_chars, done_bytes = req.text, 0, 0
+        items = []
+        for offset, piece in chunks:
+            done_bytes += len(source[done_chars:offset].encode("utf-8", "surrogatepass"))
+            done_chars = offset
+            items.append({"text": piece, "byte_offset": done_bytes,
+                          "character_offset": offset if req.character_offsets else None})
+        out.append(items)
+    return out
+
+
+async def select_language(text: TextServices, requests: Any) -> list[str | None]:
+    """``language.select-language``: an ISO 639-3 code per request, or ``None`` when unclear."""
+    batch = parse_batch(SelectLanguageBatch, requests)
+    out = []
+    for i, req in enumerate(batch.requests):
+        with blame(f"requests[{i}]"):
+            out.append(await text.select_language(req.text, req.languages))
+    return out

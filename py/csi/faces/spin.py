@@ -1,0 +1,65 @@
+"""Spin's ``llm`` interface (seed 000) with the stop / optional max-tokens / finish-reason
+proposal (seed 002): ``infer`` and ``generate-embeddings``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from ..core.backend import SamplingParams
+from ..core.engine import Engine
+from ..core.request import GenerationParams, GenerationRequest
+from ..wire import Strict, parse_request
+
+
+class InferencingParams(Strict):
+    """Spin's params; absent fields take Spin's defaults."""
+
+    max_tokens: Annotated[int, Field(ge=1)] | None = 100
+    repeat_penalty: Annotated[float, Field(gt=0.0)] = 1.1
+    repeat_penalty_last_n_token_count: Annotated[int, Field(ge=0)] = 64
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.8
+    top_k: Annotated[int, Field(ge=0)] = 40
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] = 0.9
+    stop: list[str] = []
+
+
+class InferRequest(Strict):
+    model: str
+    prompt: str
+    params: InferencingParams | None = None
+
+    def to_generation_request(self) -> GenerationRequest:
+        p = self.params or InferencingParams()
+        return GenerationRequest(model=self.model, prompt=self.prompt, params=GenerationParams(
+            sampling=SamplingParams(temperature=p.temperature, top_k=p.top_k, top_p=p.top_p,
+                                    repetition_penalty=p.repeat_penalty,
+                                    repetition_window=p.repeat_penalty_last_n_token_count),
+            max_tokens=p.max_tokens, stop=tuple(s for s in p.stop if s)))
+
+
+class EmbeddingsRequest(Strict):
+    model: str
+    text: list[str]
+
+
+async def infer(engine: Engine, request: Any) -> dict[str, Any]:
+    """``llm.infer``: the raw prompt, Spin's defaults when ``params`` is absent."""
+    req = parse_request(InferRequest, request)
+    [r] = await engine.generate(req.to_generation_request()).collect()
+    return {
+        "text": r.text,
+        "finish_reason": "stop" if r.stats.finish_reason == "abort" else r.stats.finish_reason,
+        "usage": {"prompt_token_count": r.stats.prompt_tokens, "generated_token_count": r.stats.completion_tokens},
+    }
+
+
+async def generate_embeddings(engine: Engine, request: Any) -> dict[str, Any]:
+    """``llm.generate-embeddings``."""
+    req = parse_request(EmbeddingsRequest, request)
+    model = engine.resolve_model(req.model, "embedding")
+    if not req.text:
+        return {"embeddings": [], "usage": {"prompt_token_count": 0}}
+    result = await engine.embed(model, req.text)
+    return {"embeddings": result.vectors, "usage": {"prompt_token_count": result.prompt_tokens}}

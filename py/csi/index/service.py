@@ -1,0 +1,329 @@
+"""The document index: collections of documents with named search indexes, kept by an
+``IndexStore`` (IndexedDB in the worker).
+
+Writing a document chunks each text item with the CSI chunker (the index's model, ``max_tokens``,
+``overlap``), embeds the chunks with that model and stores document and chunks in one transaction.
+Searching embeds the query, evaluates metadata filters here against the index's catalog, and
+leaves the whole-corpus scoring to the store's kernel (see ``csi.index.store``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from array import array
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InternalError, InvalidInputError, NotFoundError, blame
+from . import lexical
+from .filters import CompiledFilter, parse_filters
+from .store import Catalog, ChunkSet, IndexConfig, IndexStore, Key, ScoreQuery, StaleCatalogError, StoredDocument
+from .types import CollectionRef, CreateIndex, DocumentIn, DocumentPath, IndexPath, ListRequest, SearchRequest
+
+if TYPE_CHECKING:
+    from ..core.backend import ModelInfo
+    from ..core.engine import Engine
+    from ..text.services import TextServices
+
+Progress = Callable[[dict[str, Any]], None]
+
+EMBED_BATCH = 32
+# A write transaction holds about this many chunks (fewer, larger commits ingest faster; every
+# committed batch is reported, so an interrupted ingest loses at most one batch).
+COMMIT_CHUNKS = 128
+COMMIT_DOCUMENTS = 64
+SEMANTIC_WEIGHT = 0.5
+
+
+def _path_json(key: tuple[str, str, str]) -> dict[str, str]:
+    return {"namespace": key[0], "collection": key[1], "name": key[2]}
+
+
+class DocumentIndex:
+    """Writes (``engine.index.*``) and the seed's reads (``search``, ``documents``, ``document_metadata``).
+
+    It embeds with the engine's embedding models, chunks with the text services and keeps
+    everything in ``store``. Errors name fields of the request models it takes.
+    """
+
+    def __init__(self, engine: Engine, text: TextServices, store: IndexStore) -> None:
+        self.engine = engine
+        self.text = text
+        self.store = store
+        self._write = asyncio.Lock()
+        self._catalogs: dict[Key, Catalog] = {}
+
+    # ---- lookups ---------------------------------------------------------------------------------
+
+    async def _check_collection(self, namespace: str, collection: str) -> None:
+        known = await self.store.collections()
+        if (namespace, collection) in known:
+            return
+        if all(ns != namespace for ns, _ in known):
+            raise NotFoundError(f"namespace {namespace!r} does not exist", "namespace")
+        raise NotFoundError(f"collection {collection!r} does not exist in namespace {namespace!r}", "collection")
+
+    async def _config(self, path: IndexPath) -> IndexConfig:
+        for config in await self.store.indexes(path.namespace, path.collection):
+            if config.index == path.index:
+                return config
+        await self._check_collection(path.namespace, path.collection)
+        raise NotFoundError(f"index {path.index!r} does not exist in collection {path.collection!r}", "index")
+
+    # ---- chunking and embedding ------------------------------------------------------------------
+
+    async def _chunk_sets(self, docs: list[DocumentIn], config: IndexConfig, model: ModelInfo,
+                          where: list[str]) -> list[ChunkSet]:
+        """Each document's chunks for ``config``, embedded in batches across the documents; a
+        document's chunking errors are blamed on ``where[i]``."""
+        sets = []
+        for doc, param in zip(docs, where, strict=True):
+            cs = ChunkSet()
+            for item, content in enumerate(doc.contents):
+                if isinstance(content, str):
+                    continue  # images are stored, not indexed
+                with blame(f"{param}.contents[{item}]"):
+                    chunks = await self.text.chunk(content.text, config.model, config.max_tokens, config.overlap)
+                for offset, text in chunks:
+                    cs.items.append(item)
+                    cs.starts.append(offset)
+                    cs.ends.append(offset + len(text) - 1)
+                    cs.texts.append(text)
+            sets.append(cs)
+        texts = [t for cs in sets for t in cs.texts]
+        vectors = array("f")
+        for i in range(0, len(texts), EMBED_BATCH):
+            out = await self.engine.embed(model, texts[i:i + EMBED_BATCH])
+            if out.dims != config.dims:
+                raise InvalidInputError(f"model {config.model!r} now gives {out.dims}-dimensional embeddings, "
+                                        f"the index holds {config.dims}", "model")
+            for v in out.vectors:
+                vectors.extend(v)
+        at = 0
+        for cs in sets:
+            n = len(cs) * config.dims
+            cs.vectors = vectors[at:at + n]
+            at += n
+        return sets
+
+    async def _chunk_all(self, docs: list[DocumentIn], configs: list[tuple[IndexConfig, ModelInfo]],
+                         where: list[str]) -> dict[str, list[ChunkSet]]:
+        """Index name -> each document's chunks; indexes cut alike share one chunking and embedding."""
+        shared: dict[tuple[str, int, int], list[ChunkSet]] = {}
+        out = {}
+        for config, model in configs:
+            how = (config.model, config.max_tokens, config.overlap)
+            if how not in shared:
+                shared[how] = await self._chunk_sets(docs, config, model, where)
+            sets = []
+            for base in shared[how]:
+                terms = [" ".join(lexical.terms(t)) for t in base.texts] if config.hybrid else []
+                sets.append(ChunkSet(base.items, base.starts, base.ends, base.texts, terms, base.vectors))
+            out[config.index] = sets
+        return out
+
+    # ---- writes ----------------------------------------------------------------------------------
+
+    async def create_index(self, req: CreateIndex, progress: Progress | None = None) -> dict[str, Any]:
+        """Create an index of a collection (creating the collection), indexing its documents."""
+        if req.overlap >= req.max_tokens:
+            raise InvalidInputError("`overlap` must be less than `max_tokens`", "overlap")
+        model = await self.engine.embedding_model(req.model)
+        if req.max_tokens > model.context_length - 2:
+            raise InvalidInputError(f"`max_tokens` is {req.max_tokens}; {req.model!r} embeds at most "
+                                    f"{model.context_length - 2} tokens per chunk", "max_tokens")
+        dims = (await self.engine.embed(model, ["dimensions"])).dims
+        config = IndexConfig(req.namespace, req.collection, req.index, req.model, req.max_tokens, req.overlap,
+                             req.hybrid, dims)
+        async with self._write:
+            created = True
+            for existing in await self.store.indexes(req.namespace, req.collection):
+                if existing.index == req.index:
+                    if existing != config:
+                        raise InvalidInputError(f"index {req.index!r} exists with another configuration "
+                                                f"({existing.to_json()}); drop it first", "index")
+                    created = False
+            if created:
+                await self.store.create_index(config)
+            # documents without chunks in this index: all of them for a new index, those an
+            # interrupted earlier call did not reach for an existing one
+            names = await self.store.unindexed(config.key)
+            for at in range(0, len(names), COMMIT_DOCUMENTS):
+                batch = names[at:at + COMMIT_DOCUMENTS]
+                stored = await self.store.documents([(req.namespace, req.collection, n) for n in batch])
+                docs = [DocumentIn.model_validate(d) for d in (_as_document_in(s) for s in stored)]
+                params = [f"documents[{n!r}]" for n in batch]
+                sets = (await self._chunk_all(docs, [(config, model)], params))[config.index]
+                await self.store.add_chunks(config.key, dict(zip(batch, sets, strict=True)))
+                if progress:
+                    progress({"stage": "index", "file": None, "loaded": at + len(batch), "total": len(names),
+                              "model": req.model, "documents": batch})
+        return {**config.to_json(), "created": created}
+
+    async def put(self, docs: list[DocumentIn], progress: Progress | None = None) -> dict[str, int]:
+        """Store documents (replacing any with the same path), chunked and embedded for every index
+        of their collections. Commits in batches; ``progress`` reports each committed batch.
+        Errors name ``documents[i]...``."""
+        seen: dict[tuple[str, str, str], int] = {}
+        for i, doc in enumerate(docs):
+            if doc.path.key in seen:
+                raise InvalidInputError(f"documents[{seen[doc.path.key]}] and documents[{i}] have the same path",
+                                        f"documents[{i}].path")
+            seen[doc.path.key] = i
+        total_chunks = 0
+        async with self._write:
+            configs: dict[tuple[str, str], list[tuple[IndexConfig, ModelInfo]]] = {}
+            for doc in docs:
+                key = (doc.path.namespace, doc.path.collection)
+                if key not in configs:
+                    configs[key] = [(c, await self.engine.embedding_model(c.model))
+                                    for c in await self.store.indexes(*key)]
+            done = 0
+            pending: list[int] = []
+            pending_chunks = 0
+
+            async def flush() -> None:
+                nonlocal done, pending, pending_chunks, total_chunks
+                group = [docs[i] for i in pending]
+                stored = [StoredDocument(d.path.namespace, d.path.collection, d.path.name,
+                                         [c if isinstance(c, str) else {"text": c.text} for c in d.contents],
+                                         d.metadata) for d in group]
+                by_collection: dict[tuple[str, str], list[int]] = {}
+                for j, d in enumerate(group):
+                    by_collection.setdefault((d.path.namespace, d.path.collection), []).append(j)
+                for key, members in by_collection.items():
+                    by_index = await self._chunk_all([group[j] for j in members], configs[key],
+                                                     [f"documents[{pending[j]}]" for j in members])
+                    for index, sets in by_index.items():
+                        for j, cs in zip(members, sets, strict=True):
+                            stored[j].chunks[index] = cs
+                            total_chunks += len(cs)
+                await self.store.put_documents(stored)
+                done += len(group)
+                if progress:
+                    progress({"stage": "index", "file": None, "loaded": done, "total": len(docs), "model": None,
+                              "documents": [d.path.name for d in group], "chunks": total_chunks})
+                pending, pending_chunks = [], 0
+
+            for i, doc in enumerate(docs):
+                pending.append(i)
+                # a cheap size guess: about four characters per token
+                size = sum(len(c.text) for c in doc.contents if not isinstance(c, str))
+                n_indexes = len(configs[(doc.path.namespace, doc.path.collection)])
+                pending_chunks += n_indexes * max(1, size // (4 * 64))
+                if pending_chunks >= COMMIT_CHUNKS or len(pending) >= COMMIT_DOCUMENTS:
+                    await flush()
+            if pending:
+                await flush()
+        return {"documents": len(docs), "chunks": total_chunks}
+
+    async def delete(self, paths: list[DocumentPath]) -> list[bool]:
+        """Delete documents; whether each existed."""
+        async with self._write:
+            return await self.store.delete_documents([p.key for p in paths])
+
+    async def drop(self, req: CollectionRef) -> dict[str, Any]:
+        """Drop one index (``index`` given) or a whole collection with its documents."""
+        async with self._write:
+            if req.index is None:
+                await self._check_collection(req.namespace, req.collection)
+                await self.store.drop_collection(req.namespace, req.collection)
+                for key in [k for k in self._catalogs if k[:2] == (req.namespace, req.collection)]:
+                    del self._catalogs[key]
+                return {"dropped": "collection"}
+            config = await self._config(IndexPath(namespace=req.namespace, collection=req.collection,
+                                                  index=req.index))
+            await self.store.drop_index(config.key)
+            self._catalogs.pop(config.key, None)
+            return {"dropped": "index"}
+
+    async def list(self, req: ListRequest) -> dict[str, Any]:
+        """Collections with their indexes; with ``namespace`` and ``collection``, also its documents
+        and their chunk counts per index."""
+        configs = await self.store.indexes(req.namespace, req.collection)
+        collections = []
+        for ns, coll in await self.store.collections():
+            if req.namespace not in (None, ns) or req.collection not in (None, coll):
+                continue
+            collections.append({"namespace": ns, "collection": coll,
+                                "indexes": [c.to_json() for c in configs if (c.namespace, c.collection) == (ns, coll)]})
+        out: dict[str, Any] = {"collections": collections}
+        if req.namespace is not None and req.collection is not None:
+            await self._check_collection(req.namespace, req.collection)
+            counts = await self.store.chunk_counts(req.namespace, req.collection)
+            out["documents"] = [{"name": name, "chunks": counts[name]} for name in sorted(counts)]
+        return out
+
+    # ---- the seed's reads ------------------------------------------------------------------------
+
+    async def _allowed(self, key: Key, compiled: CompiledFilter) -> tuple[bytes, int]:
+        catalog = self._catalogs.get(key)
+        fresh = await self.store.catalog(key, catalog.generation if catalog else None)
+        if fresh is not None:
+            catalog = self._catalogs[key] = fresh
+        assert catalog is not None
+        mask = bytes(1 if name is not None and compiled.matches(md) else 0
+                     for name, md in zip(catalog.names, catalog.metadata, strict=True))
+        return mask, catalog.generation
+
+    async def search(self, req: SearchRequest) -> list[dict[str, Any]]:
+        """``document-index.search`` of one request: the best sections first."""
+        with blame("index_path"):
+            config = await self._config(req.index_path)
+        compiled = parse_filters(req.filters)
+        if req.max_results == 0:
+            return []
+        with blame("index_path.index", model=""):
+            model = await self.engine.embedding_model(config.model)
+        embedded = await self.engine.embed(model, [req.query])
+        if embedded.dims != config.dims:
+            raise InvalidInputError(f"model {config.model!r} now gives {embedded.dims}-dimensional embeddings, "
+                                    f"the index holds {config.dims}", "index_path.index")
+        vector = array("f", embedded.vectors[0])
+        terms = lexical.terms(req.query) if config.hybrid else None
+        for _attempt in range(3):
+            try:
+                allowed, generation = (None, 0) if not req.filters else await self._allowed(config.key, compiled)
+                query = ScoreQuery(vector, req.max_results, req.min_score, terms, SEMANTIC_WEIGHT,
+                                   allowed=allowed, generation=generation)
+                hits = await self.store.search(config.key, query)
+                break
+            except StaleCatalogError:
+                continue
+            except NotFoundError as exc:  # dropped while this search was on its way
+                raise NotFoundError(exc.message, "index_path.index") from None
+        else:
+            raise InternalError("the index kept changing during the search; try again")
+        ns, coll = config.namespace, config.collection
+        # float32 rounding can put a unit vector's cosine a hair outside the seed's [-1, 1]
+        return [{"document_path": _path_json((ns, coll, h.name)), "content": h.content,
+                 "score": max(-1.0, min(1.0, h.score)),
+                 "start": {"item": h.item, "position": h.start}, "end": {"item": h.item, "position": h.end}}
+                for h in hits]
+
+    async def _documents(self, paths: list[DocumentPath]) -> list[dict[str, Any] | None]:
+        for i, p in enumerate(paths):
+            with blame(f"[{i}]"):
+                await self._check_collection(p.namespace, p.collection)
+        return await self.store.documents([p.key for p in paths])
+
+    async def documents(self, paths: list[DocumentPath]) -> list[dict[str, Any]]:
+        """``document-index.documents``: whole documents; a missing one is a ``NotFoundError`` (``[i].name``)."""
+        out = []
+        for i, doc in enumerate(await self._documents(paths)):
+            if doc is None:
+                raise NotFoundError(f"document {paths[i].name!r} does not exist", f"[{i}].name")
+            out.append({"path": _path_json((doc["namespace"], doc["collection"], doc["name"])),
+                        "contents": doc["contents"], "metadata": doc["metadata"]})
+        return out
+
+    async def document_metadata(self, paths: list[DocumentPath]) -> list[Any]:
+        """``document-index.document-metadata``: metadata per path, ``None`` for a missing document."""
+        return [None if doc is None else doc["metadata"] for doc in await self._documents(paths)]
+
+
+def _as_document_in(stored: dict[str, Any] | None) -> dict[str, Any]:
+    if stored is None:
+        raise NotFoundError("a document vanished while the index was being built")
+    return {"path": _path_json((stored["namespace"], stored["collection"], stored["name"])),
+            "contents": stored["contents"], "metadata": stored["metadata"]}

@@ -1,0 +1,69 @@
+"""The composition root: the one place that builds the engine and the services around it, for the
+worker, for ``csi.local`` and for tests. Each service receives what it uses, not the engine whole."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .core.backend import Backend
+from .core.engine import Engine
+from .core.host import Host
+from .index.store import IndexStore
+from .sdk.csi import Csi
+from .skills.engine_csi import EngineCsi, RunSync, loop_run_sync
+from .skills.registry import SkillRegistry, SkillRunner
+from .text.services import TextServices
+
+if TYPE_CHECKING:
+    from .index.service import DocumentIndex
+
+
+
+@dataclass
+class Runtime:
+    """The engine and its services: text (chunking, languages), the document index, skills."""
+
+    engine: Engine
+    text: TextServices
+    store: IndexStore | None
+    """Where documents are kept (``None``: in memory)."""
+    skills: SkillRegistry = field(init=False)
+    _index: DocumentIndex | None = field(default=None, init=False)
+
+    @property
+    def index(self) -> DocumentIndex:
+        """The document index (its modules load on first use, not at start-up)."""
+        if self._index is None:
+            from .index.service import DocumentIndex  # noqa: PLC0415
+            from .index.store import MemoryIndexStore  # noqa: PLC0415
+
+            self._index = DocumentIndex(self.engine, self.text, self.store or MemoryIndexStore())
+        return self._index
+
+    def csi(self, run_sync: RunSync) -> EngineCsi:
+        """The CSI skills run against, over this runtime's services."""
+        return EngineCsi(self.engine, self.text, lambda: self.index, run_sync)
+
+
+def threaded_runner(runtime: Runtime) -> SkillRunner:
+    """For CPython: the skill runs in a thread and waits on the engine's loop for each CSI call."""
+
+    async def run(body: Callable[[Csi], bytes]) -> bytes:
+        csi = runtime.csi(loop_run_sync(asyncio.get_running_loop()))
+        return await asyncio.to_thread(body, csi)
+
+    return run
+
+
+def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
+                  skill_runner: Callable[[Runtime], SkillRunner] = threaded_runner) -> Runtime:
+    """Wire an engine on ``backend`` to its services: language data and skill storage from ``host``,
+    documents in ``store`` (in memory by default), skills run by ``skill_runner(runtime)``."""
+    engine = Engine(backend)
+    text = TextServices(backend, host, lambda: engine.models)
+    runtime = Runtime(engine, text, store)
+    runtime.skills = SkillRegistry(host, skill_runner(runtime))
+    return runtime

@@ -1,0 +1,111 @@
+"""``Csi`` served by the engine and its services through the pharia faces (their own request
+checks), one blocking call per batch.
+
+A skill is plain synchronous Python, the engine is async. ``run_sync`` bridges the two: in the
+worker it is Pyodide's ``run_sync`` (JS promise integration suspends the skill's stack while the
+engine works); in CPython it waits on an event loop running in another thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..faces.pharia import inference, text
+from ..sdk.chunking import Chunk, ChunkRequest, chunk_request_wire
+from ..sdk.csi import Csi
+from ..sdk.document_index import (
+    Document,
+    DocumentPath,
+    JsonSerializable,
+    SearchRequest,
+    SearchResult,
+    document_from_wire,
+    path_wire,
+    search_result_from_wire,
+)
+from ..sdk.inference import (
+    ChatRequest,
+    ChatResponse,
+    Completion,
+    CompletionRequest,
+    chat_request_wire,
+    chat_response_from_wire,
+    completion_from_wire,
+    completion_request_wire,
+)
+from ..sdk.language import Language, SelectLanguageRequest
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from ..core.engine import Engine
+    from ..index.service import DocumentIndex
+    from ..text.services import TextServices
+
+RunSync = Callable[[Awaitable[Any]], Any]
+
+
+def loop_run_sync(loop: asyncio.AbstractEventLoop) -> RunSync:
+    """A ``run_sync`` for CPython: wait, from another thread, for an awaitable run on ``loop``."""
+
+    async def wrap(aw: Awaitable[Any]) -> Any:
+        return await aw
+
+    return lambda aw: asyncio.run_coroutine_threadsafe(wrap(aw), loop).result()
+
+
+class EngineCsi(Csi):
+    """The CSI over the engine, the text services and the document index (built on first use);
+    every call validates like the page-facing faces do."""
+
+    def __init__(self, engine: Engine, text: TextServices, index: Callable[[], DocumentIndex],
+                 run_sync: RunSync) -> None:
+        self.engine = engine
+        self.text = text
+        self._index = index
+        self._run = run_sync
+
+    @property
+    def index(self) -> DocumentIndex:
+        return self._index()
+
+    @property
+    def _index_face(self) -> ModuleType:
+        from ..faces.pharia import index  # noqa: PLC0415 - loaded on first use
+
+        return index
+
+    def complete_concurrent(self, requests: Sequence[CompletionRequest]) -> list[Completion]:
+        out = self._run(inference.complete(self.engine, [completion_request_wire(r) for r in requests]))
+        return [completion_from_wire(d) for d in out]
+
+    def chat_concurrent(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
+        out = self._run(inference.chat(self.engine, [chat_request_wire(r) for r in requests]))
+        return [chat_response_from_wire(d) for d in out]
+
+    def chunk_concurrent(self, requests: Sequence[ChunkRequest]) -> list[list[str]]:
+        return self._run(text.chunk(self.text, [chunk_request_wire(r) for r in requests]))
+
+    def chunk_with_offsets_concurrent(self, requests: Sequence[ChunkRequest]) -> list[list[Chunk]]:
+        wire = [{**chunk_request_wire(r), "character_offsets": True} for r in requests]
+        out = self._run(text.chunk_with_offsets(self.text, wire))
+        return [[Chunk(c["text"], c["character_offset"]) for c in chunks] for chunks in out]
+
+    def select_language_concurrent(self, requests: Sequence[SelectLanguageRequest]) -> list[Language | None]:
+        wire = [{"text": r.text, "languages": [Language(code).value for code in r.languages]} for r in requests]
+        out = self._run(text.select_language(self.text, wire))
+        return [None if code is None else Language(code) for code in out]
+
+    def search_concurrent(self, requests: Sequence[SearchRequest]) -> list[list[SearchResult]]:
+        out = self._run(self._index_face.search(self.index, [r.wire() for r in requests]))
+        return [[search_result_from_wire(d) for d in results] for results in out]
+
+    def documents(self, document_paths: Sequence[DocumentPath]) -> list[Document]:
+        out = self._run(self._index_face.documents(self.index, [path_wire(p) for p in document_paths]))
+        return [document_from_wire(d) for d in out]
+
+    def documents_metadata(self, document_paths: Sequence[DocumentPath]) -> list[JsonSerializable]:
+        return self._run(self._index_face.document_metadata(self.index, [path_wire(p) for p in document_paths]))
+

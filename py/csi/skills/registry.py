@@ -1,0 +1,157 @@
+"""Skills registered from Python source at run time, kept by a ``SkillStore`` (IndexedDB in the
+browser), plus the example skills that ship in ``csi.skills.examples``."""
+
+from __future__ import annotations
+
+import importlib
+import linecache
+import re
+import sys
+import traceback
+import types
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from json import dumps, loads
+from typing import Any
+
+from ..core.host import SkillStore
+from ..errors import CsiError, InternalError, InvalidInputError
+from ..sdk.csi import Csi
+from ..sdk.skill import Skill
+
+EXAMPLES = {
+    "summarize": "csi.skills.examples.summarize",
+    "reply-in-language": "csi.skills.examples.reply_in_language",
+    "language-sections": "csi.skills.examples.language_sections",
+    "search-answer": "csi.skills.examples.search_answer",
+}
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+# Runs a skill body (which needs a Csi) without blocking the engine's event loop.
+SkillRunner = Callable[[Callable[[Csi], bytes]], Awaitable[bytes]]
+
+
+def load_skill_source(name: str, source: str) -> Skill[Any, Any]:
+    """Execute ``source`` as a fresh module and return its one ``@skill``.
+
+    Syntax errors, failing imports and anything else the module raises while loading come back as
+    ``InvalidInputError`` (param ``source``) with the line number.
+    """
+    filename = f"<skill {name}>"
+    try:
+        code = compile(source, filename, "exec")
+    except SyntaxError as exc:
+        raise InvalidInputError(f"line {exc.lineno}: SyntaxError: {exc.msg}", "source") from None
+    module_name = f"csi_user_skill_{re.sub(r'[^A-Za-z0-9_]', '_', name)}"
+    module = types.ModuleType(module_name)
+    module.__file__ = filename
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    previous = sys.modules.get(module_name)
+    sys.modules[module_name] = module  # pydantic resolves the module's annotations through here
+    try:
+        exec(code, module.__dict__)
+    except Exception as exc:
+        if previous is not None:
+            sys.modules[module_name] = previous
+        else:
+            del sys.modules[module_name]
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+        where = f"line {frames[-1].lineno}: " if frames else ""
+        raise InvalidInputError(f"{where}{type(exc).__name__}: {exc}", "source") from None
+    found = [v for v in vars(module).values() if isinstance(v, Skill)]
+    if len(found) != 1:
+        raise InvalidInputError(f"the source must define exactly one @skill; it defines {len(found)}", "source")
+    return found[0]
+
+
+@dataclass
+class _Entry:
+    skill: Skill[Any, Any] | None
+    builtin: bool
+    error: str | None = None
+
+
+class SkillRegistry:
+    """Register, list, describe, run and remove skills; registrations outlive the page."""
+
+    def __init__(self, store: SkillStore, runner: SkillRunner) -> None:
+        self.store = store
+        self.runner = runner
+        self._entries: dict[str, _Entry] = {}
+        self._loaded = False
+
+    async def _ensure_loaded(self) -> None:
+        if self._loaded:
+            return
+        for name, module in EXAMPLES.items():
+            found = [v for v in vars(importlib.import_module(module)).values() if isinstance(v, Skill)]
+            self._entries[name] = _Entry(found[0], builtin=True)
+        for name, source in (await self.store.stored_skills()).items():
+            try:
+                self._entries[name] = _Entry(load_skill_source(name, source), builtin=False)
+            except CsiError as exc:  # kept visible, so it can be fixed or removed
+                self._entries[name] = _Entry(None, builtin=False, error=exc.message)
+        self._loaded = True
+
+    def _get(self, name: Any) -> Skill[Any, Any]:
+        entry = self._entries.get(name) if isinstance(name, str) else None
+        if entry is None:
+            raise InvalidInputError(f"there is no skill named {name!r}", "name")
+        if entry.skill is None:
+            raise InvalidInputError(f"skill {name!r} failed to load: {entry.error}", "name")
+        return entry.skill
+
+    async def register(self, name: Any, source: Any) -> dict[str, Any]:
+        """Load ``source`` as skill ``name`` (replacing a registered one), store it, describe it."""
+        await self._ensure_loaded()
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise InvalidInputError("a skill name is 1-64 letters, digits, '-' or '_', starting with a letter "
+                                    "or digit", "name")
+        if name in EXAMPLES:
+            raise InvalidInputError(f"{name!r} is the name of a built-in example skill", "name")
+        if not isinstance(source, str):
+            raise InvalidInputError("`source` must be Python source text", "source")
+        skill = load_skill_source(name, source)
+        await self.store.store_skill(name, source)
+        self._entries[name] = _Entry(skill, builtin=False)
+        return {"name": name, **skill.metadata().to_dict()}
+
+    async def list(self) -> list[dict[str, Any]]:
+        """Every skill: name, description, whether it is built in, and a load error if any."""
+        await self._ensure_loaded()
+        return [{"name": name, "description": e.skill.description if e.skill else None,
+                 "builtin": e.builtin, "error": e.error} for name, e in sorted(self._entries.items())]
+
+    async def metadata(self, name: Any) -> dict[str, Any]:
+        """Seed 001 ``metadata``: description and JSON schemas (as JSON values)."""
+        await self._ensure_loaded()
+        return self._get(name).metadata().to_dict()
+
+    async def run(self, name: Any, input: Any) -> Any:
+        """Seed 001 ``run`` with JSON values: the input is validated, the output returned as JSON."""
+        await self._ensure_loaded()
+        skill = self._get(name)
+        try:
+            data = dumps(input).encode()
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"the input is not JSON: {exc}", "input") from None
+        try:
+            out = await self.runner(lambda csi: skill.run(csi, data))
+        except InvalidInputError as exc:  # the input did not validate: name the field under `input`
+            raise InvalidInputError(exc.message, f"input.{exc.param}" if exc.param else "input") from None
+        except CsiError:
+            raise
+        except Exception as exc:  # the runner itself failed
+            raise InternalError(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}") from None
+        return loads(out)
+
+    async def remove(self, name: Any) -> None:
+        """Forget a registered skill (built-in examples stay)."""
+        await self._ensure_loaded()
+        entry = self._entries.get(name) if isinstance(name, str) else None
+        if entry is None:
+            raise InvalidInputError(f"there is no skill named {name!r}", "name")
+        if entry.builtin:
+            raise InvalidInputError(f"{name!r} is a built-in example skill and cannot be removed", "name")
+        await self.store.delete_skill(name)
+        del self._entries[name]

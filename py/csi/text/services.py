@@ -1,0 +1,56 @@
+"""Chunking and language selection: tokenizers come from the backend (counted in batches),
+language data from the host (fetched once per language, only when asked for)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
+
+from ..core.backend import Backend
+from ..core.host import LanguageSource
+from ..errors import InvalidInputError, ModelNotSupportedError
+
+if TYPE_CHECKING:
+    from .language import LanguageModels
+
+
+class TextServices:
+    """The CSI ``chunking`` and ``language`` interfaces; errors name their own arguments."""
+
+    def __init__(self, backend: Backend, languages: LanguageSource,
+                 loaded_models: Callable[[], Collection[str]]) -> None:
+        self.backend = backend
+        self.language_source = languages
+        self._loaded_models = loaded_models
+        self._languages: LanguageModels | None = None
+
+    async def _ensure_tokenizer(self, model_id: str) -> None:
+        known = set(self._loaded_models()) | set(self.backend.builtin_models())
+        if model_id not in known:
+            raise ModelNotSupportedError(
+                f"model {model_id!r} is neither loaded nor built in (known: {', '.join(sorted(known))})", "model")
+        await self.backend.load_tokenizer(model_id)
+
+    async def chunk(self, text: str, model: str, max_tokens: int, overlap: int) -> list[tuple[int, str]]:
+        """``text`` in chunks of at most ``max_tokens`` tokens of ``model``: (character offset, chunk)."""
+        await self._ensure_tokenizer(model)
+
+        def count(texts: list[str]) -> list[int]:
+            return self.backend.count_tokens(model, texts)
+
+        from .chunking import chunk_text  # noqa: PLC0415 - loaded on first use
+
+        return chunk_text(text, max_tokens, overlap, count)
+
+    async def select_language(self, text: str, languages: list[str]) -> str | None:
+        """The ISO 639-3 code of ``text``'s language among ``languages``, or ``None`` when unclear."""
+        from .language import LanguageModels, validate_languages  # noqa: PLC0415 - loaded on first use
+
+        if not languages:
+            raise InvalidInputError("`languages` must name at least one candidate", "languages")
+        codes = validate_languages(languages)
+        if self._languages is None:
+            self._languages = LanguageModels()
+        for code in self._languages.missing(codes):
+            self._languages.add(code, await self.language_source.language_data(code))
+        return self._languages.select_language(text, codes)

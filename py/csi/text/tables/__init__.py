@@ -1,0 +1,1 @@
+"""Generated tables (buildtools/unicode_tables.py), kept apart from hand-written code."""

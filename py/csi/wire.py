@@ -1,0 +1,60 @@
+"""What every face shares to read a request: the strict base model and the one request parser,
+which turns pydantic's first complaint into an ``InvalidInputError`` naming the field."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .errors import InvalidInputError
+
+
+class Strict(BaseModel):
+    """Request models: unknown fields are refused, and no type is coerced into another."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+# Discriminator tags and validator names pydantic puts into error locations.
+_TAGS = {"system", "user", "assistant", "tool", "str", "list[str]", "list[TextContentPart]",
+         "constrained-int", "constrained-float", "int", "float", "text-item", "image-item"}
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """``('messages', 0, 'user', 'content')`` -> ``'messages[0].content'``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in _TAGS or "[" in part or "(" in part:
+            continue
+        else:
+            out += ("." if out else "") + part
+    return out
+
+
+def parse_request(model: type[M], data: Any) -> M:
+    """Validate ``data`` as ``model``; raise ``InvalidInputError`` for the first problem."""
+    if not isinstance(data, dict):
+        raise InvalidInputError("the request must be a JSON object", None)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = min(exc.errors(), key=lambda e: (e["type"] == "union_tag_invalid", len(e["loc"])))
+        path = field_path(tuple(err["loc"]))
+        kind = err["type"]
+        if kind == "missing":
+            message = f"`{path}` is required"
+        elif kind == "extra_forbidden":
+            message = f"unknown field `{path}`"
+        else:
+            message = f"`{path}`: {err['msg']}"
+        raise InvalidInputError(message, path or None) from None
+
+
+def parse_batch(model: type[M], requests: Any) -> M:
+    """A batch face's requests, validated as ``{"requests": requests}`` (paths read ``requests[i]...``)."""
+    return parse_request(model, {"requests": requests})

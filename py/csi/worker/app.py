@@ -1,0 +1,100 @@
+"""The worker's envelope, in pure Python: one JSON message in, JSON messages out.
+
+Page -> worker: ``{id, type, ...}``, the types and their fields as ``csi.worker.routes`` and
+worker/protocol.js declare them. Worker -> page: ``{id, type: "progress", progress}``,
+``{id, type: "chunk", chunk}`` (one per streamed chunk, pushed without a round trip),
+``{id, type: "result", result}`` (ends every request; ``null`` after a stream) or
+``{id, type: "error", error: {name, message, param}}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from json import dumps, loads
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..errors import InvalidInputError, error_to_dict
+from ..runtime import Runtime
+from .routes import ROUTES, Call, Route
+
+Post = Callable[[str], None]
+
+
+class WorkerApp:
+    """Routes page messages to the runtime and posts every reply through ``post``."""
+
+    def __init__(self, runtime: Runtime, post: Post) -> None:
+        self.runtime = runtime
+        self._post = post
+        self.boot_timings: dict[str, float] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def set_boot_timings(self, raw: str) -> None:
+        self.boot_timings = loads(raw)
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._post(dumps(message, separators=(",", ":")))
+
+    def handle(self, raw: str) -> None:
+        """Take one message: a control message acts and answers now; any other runs as a task."""
+        work = self._start(raw)
+        if work is not None:
+            task = asyncio.ensure_future(work)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def serve(self, raw: str) -> None:
+        """Take one message and return once it is answered (every request ends with exactly one
+        ``result`` or ``error``)."""
+        work = self._start(raw)
+        if work is not None:
+            await work
+
+    def _start(self, raw: str) -> Awaitable[None] | None:
+        request_id = None
+        try:
+            msg = loads(raw)
+            if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
+                raise InvalidInputError("a message must be an object with a string `type`", "type")
+            request_id = msg.get("id")
+            route = ROUTES.get(msg["type"])
+            if route is None:
+                raise InvalidInputError(f"unknown message type {msg['type']!r}", "type")
+            call = Call(self.runtime, msg, request_id, self._progress(request_id), self)
+            if route.mode == "control":
+                self.send({"id": request_id, "type": "result", "result": route.handler(call)})
+                return None
+        except Exception as exc:  # noqa: BLE001 - everything must reach the page
+            self.send({"id": request_id, "type": "error", "error": error_to_dict(exc)})
+            return None
+        return self._run(route, call)
+
+    async def _run(self, route: Route, call: Call) -> None:
+        try:
+            result = await route.handler(call)
+            if route.mode == "stream" and not isinstance(result, BaseModel):
+                head = '{"id":' + dumps(call.request_id) + ',"type":"chunk","chunk":'
+                async for chunk in result:
+                    self._post(head + chunk.model_dump_json() + "}")
+                result = None
+            elif isinstance(result, BaseModel):
+                result = result.model_dump(mode="json")
+            self.send({"id": call.request_id, "type": "result", "result": result})
+        except BaseException as exc:  # noqa: BLE001 - everything must reach the page
+            self.send({"id": call.request_id, "type": "error", "error": error_to_dict(exc)})
+            if not isinstance(exc, Exception):
+                raise
+
+    def _progress(self, request_id: Any) -> Callable[[dict[str, Any]], None]:
+        return lambda p: self.send({"id": request_id, "type": "progress", "progress": p})
+
+    async def load(self, model_ids: Any, device: Any, progress: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        """``load``: one model id or several, loaded together (replacing the others)."""
+        started = time.perf_counter()
+        ids = [model_ids] if isinstance(model_ids, str) else model_ids
+        infos = await self.runtime.engine.load(ids, device or "wasm", progress)
+        return {"models": [vars(i) for i in infos], "load_s": time.perf_counter() - started}

@@ -1,0 +1,170 @@
+"""The chat page (index.html) as a user drives it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.support.browser import LOCAL_PREFIXES
+
+pytestmark = pytest.mark.browser
+
+
+def open_page(browser: Any) -> tuple[Any, list[str]]:
+    """A page in a context of its own, and every URL it requests."""
+    context = browser.new_context()
+    requests: list[str] = []
+    context.on("request", lambda r: requests.append(r.url))
+    page = context.new_page()
+    page.set_default_timeout(180_000)
+    return page, requests
+
+
+def test_chat_page_streams_a_reply_and_stop_ends_it(browser, site_url):
+    page, requests = open_page(browser)
+    # 1. a reply that ends by itself; markup in the model's text must stay text
+    page.goto(site_url + "index.html?max_tokens=24&temperature=0")
+    page.wait_for_selector("body[data-ready='true']")
+    assert page.locator("#loading").is_hidden()
+    page.fill("#prompt", "What does json.dumps do? <b>bold</b>")
+    page.press("#prompt", "Enter")
+    done = page.wait_for_selector(".message.assistant[data-done='true']")
+    assert done.query_selector(".body").inner_text().strip()
+    assert page.locator(".message.user .body").inner_text() == "What does json.dumps do? <b>bold</b>"
+    assert page.locator(".message b").count() == 0
+    assert "tokens/s" in page.locator("#stats").inner_text()
+
+    # 2. a long reply, streamed, stopped by the Stop button
+    page.goto(site_url + "index.html?max_tokens=900&ignore_eos=1&temperature=0")
+    page.wait_for_selector("body[data-ready='true']")
+    page.fill("#prompt", "Tell me about the textwrap module.")
+    page.click("#send")
+    body = page.locator(".message.assistant .body")
+    page.wait_for_function("document.querySelector('.message.assistant .body').textContent.length > 0")
+    partial = body.inner_text()
+    page.wait_for_function(
+        "(n) => document.querySelector('.message.assistant .body').textContent.length > n", arg=len(partial))
+    assert page.locator("#stop").is_enabled()
+    page.click("#stop")
+    msg = page.wait_for_selector(".message.assistant[data-done='true']")
+    assert msg.get_attribute("data-finish") == "abort"
+    assert page.locator("#send").is_enabled()
+    assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
+    page.context.close()
+
+
+PAGE_DOCS = {
+    "json.txt": "The json module encodes Python objects as JSON text. json.dumps returns a string; "
+                "json.loads parses a string back into Python objects.",
+    "owls <b>night</b>.txt": "Owls are birds of prey that hunt at <b>night</b>. Their large eyes see well in the dark.",
+}
+PAGE_FILES = {
+    "tea.txt": "Green tea is brewed with water at about eighty degrees for two minutes. "
+               "Black tea wants boiling water and longer steeping.\n\n" * 12,
+    "notes.md": "# Notes\n\nA list of things to buy: bread, milk, apples.",
+}
+
+
+def expected_chunks(text: str) -> int:
+    """The index's chunking (all-minilm-l6-v2 tokens, 128 per chunk), by the text-splitter crate."""
+    from semantic_text_splitter import TextSplitter
+    from tokenizers import Tokenizer
+
+    from tests.support.paths import MODELS
+
+    tokenizer = Tokenizer.from_file(str(MODELS / "all-minilm-l6-v2" / "tokenizer.json"))
+    return len(TextSplitter.from_huggingface_tokenizer(tokenizer, capacity=128).chunks(text))
+
+
+def cpython_answer(question: str, max_tokens: int) -> dict:
+    """The search-answer skill over the same documents and index in CPython."""
+    from csi.faces.pharia import index as index_face
+    from csi.local import local_csi
+    from csi.skills.examples import search_answer
+
+    from tests.support.paths import DIST
+
+    index = {"namespace": "playground", "collection": "documents", "index": "default"}
+    sa = search_answer.search_answer
+    with local_csi(DIST, ["tiny-chat"]) as csi:
+        csi._run(index_face.create(csi.index, {**index, "hybrid": True}))
+        csi._run(index_face.put(csi.index, [
+            {"path": {"namespace": "playground", "collection": "documents", "name": name}, "contents": [{"text": t}]}
+            for name, t in {**PAGE_DOCS, **PAGE_FILES}.items()]))
+        return sa(csi, sa.input_type(question=question, max_tokens=max_tokens, **index)).model_dump(mode="json")
+
+
+def test_documents_panel_adds_lists_searches_asks_and_deletes(browser, site_url):
+    page, requests = open_page(browser)
+    page.goto(site_url + "index.html?max_tokens=24&temperature=0")
+    page.wait_for_selector("body[data-ready='true']")
+    page.click("#docs summary")
+    page.wait_for_selector("#doc-add:enabled")
+    assert page.locator("#doc-list li").count() == 0
+    page.evaluate("""() => {
+        const node = document.getElementById('doc-ingest-text');
+        window.ingestTexts = [];
+        new MutationObserver(() => window.ingestTexts.push(node.textContent))
+          .observe(node, {childList: true, characterData: true, subtree: true});
+    }""")
+
+    # 1. pasted texts, one at a time, then two files at once
+    for name, text in PAGE_DOCS.items():
+        page.fill("#doc-name", name)
+        page.fill("#doc-text", text)
+        page.click("#doc-add")
+        page.wait_for_selector("#doc-add:enabled")
+        assert page.locator("#doc-status").inner_text().startswith("Added 1 document"), \
+            page.locator("#doc-status").inner_text()
+    assert page.input_value("#doc-text") == ""
+    page.set_input_files("#doc-files", [{"name": n, "mimeType": "text/plain", "buffer": t.encode()}
+                                        for n, t in PAGE_FILES.items()])
+    page.wait_for_selector("#doc-list li[data-name='tea.txt']")
+    page.wait_for_selector("#doc-add:enabled")
+    assert "Indexing 2 / 2 documents" in " ".join(page.evaluate("window.ingestTexts"))
+    assert page.locator("#doc-ingest").is_hidden()
+    listed = {li.get_attribute("data-name"): li.query_selector(".chunks").inner_text()
+              for li in page.query_selector_all("#doc-list li")}
+    everything = {**PAGE_DOCS, **PAGE_FILES}
+    assert listed == {name: f"{n} chunk{'s' if n != 1 else ''}" for name, n in
+                      ((name, expected_chunks(t)) for name, t in everything.items())}
+    assert listed["tea.txt"] != "1 chunk"
+    assert page.locator("#doc-count").inner_text() == "(4)"
+
+    # 2. search: the expected document on top, with a score and an excerpt
+    page.fill("#doc-query", "What does json.dumps return?")
+    page.click("#doc-search")
+    page.wait_for_selector("#doc-results li")
+    page.wait_for_selector("#doc-search:enabled")
+    top = page.locator("#doc-results li").first
+    assert top.get_attribute("data-name") == "json.txt"
+    assert 0 < float(top.locator(".score").inner_text()) <= 1
+    assert "json.dumps returns a string" in top.locator(".excerpt").inner_text()
+
+    # 3. ask: the search-answer skill's answer (as in CPython) and its sources
+    page.click("#doc-ask")
+    page.wait_for_selector("#doc-answer", state="visible")
+    page.wait_for_selector("#doc-search:enabled")
+    expected = cpython_answer("What does json.dumps return?", 24)
+    assert page.locator("#doc-answer .answer").text_content() == expected["answer"]
+    sources = page.locator("#doc-answer .sources li")
+    assert [sources.nth(i).get_attribute("data-name") for i in range(sources.count())] == [
+        s["name"] for s in expected["sources"]]
+    assert sources.first.get_attribute("data-name") == "json.txt"
+    assert page.locator("#doc-results li").count() == 0
+    assert page.locator("#docs b").count() == 0  # the markup in a document stayed text
+    assert "<b>night</b>" in page.locator("#doc-list").inner_text()
+
+    # 4. delete one; the rest are still there after a reload (IndexedDB)
+    page.click("#doc-list li[data-name='owls <b>night</b>.txt'] button.delete")
+    page.wait_for_function("document.querySelectorAll('#doc-list li').length === 3")
+    assert page.locator("#doc-status").inner_text() == "Deleted owls <b>night</b>.txt."
+    page.reload()
+    page.wait_for_selector("body[data-ready='true']")
+    page.click("#docs summary")
+    page.wait_for_selector("#doc-add:enabled")
+    assert {li.get_attribute("data-name") for li in page.query_selector_all("#doc-list li")} == {
+        "json.txt", "tea.txt", "notes.md"}
+    assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
+    page.context.close()

@@ -1,0 +1,1 @@
+"""What the tests share: paths, the browser page helper, references computed in CPython, test data."""

@@ -1,0 +1,164 @@
+// @ts-check
+// The worker's message protocol, declared once: what the page sends (web/engine.js), what the
+// worker answers (csi.worker, through worker/worker.js), and how each message type is served.
+// Python's routes table (csi/worker/routes.py) names the same message types as ROUTES below.
+//
+// No imports and no browser-only globals: node can import this module (the tests do), and the
+// page imports only its types (engine.js must load on its own, without this file).
+//
+// Every page message is `{id, type, ...fields}`; `id` is the page's name for the request and comes
+// back on every reply to it. Every request ends with exactly one `result` or `error` reply, after
+// any number of `progress` or `chunk` replies (by its mode).
+
+// ---- page -> worker ------------------------------------------------------------------------------
+
+/**
+ * @typedef {"wasm"|"webgpu"|"auto"} Device
+ *
+ * @typedef {{id: string, type: "load", model_ids: string[], device: Device}} LoadMessage
+ *   Load these models, unloading the others. Progress: one report per file event, then `ready`
+ *   per model. Result: {@link LoadResult}.
+ *
+ * @typedef {{stream?: boolean|null, [field: string]: unknown}} StreamableRequest
+ *   An OpenAI-style request: with `stream: true` the worker pushes one `chunk` reply per chunk,
+ *   then a `result` with null; otherwise one `result` with the whole response.
+ * @typedef {{id: string, type: "chat", request: StreamableRequest}} ChatMessage
+ * @typedef {{id: string, type: "completion", request: StreamableRequest}} CompletionMessage
+ *
+ * @typedef {{id: string, type: "embeddings", request: any}} EmbeddingsMessage
+ * @typedef {{id: string, type: "csi_complete", request: any[]}} CsiCompleteMessage
+ * @typedef {{id: string, type: "csi_chat", request: any[]}} CsiChatMessage
+ * @typedef {{id: string, type: "llm_infer", request: {model: string, prompt: string, params?: any}}} LlmInferMessage
+ * @typedef {{id: string, type: "llm_embeddings", request: {model: string, text: string[]}}} LlmEmbeddingsMessage
+ * @typedef {{id: string, type: "remote_generate", request: any}} RemoteGenerateMessage
+ * @typedef {{id: string, type: "remote_llm_type", request: any}} RemoteLlmTypeMessage
+ * @typedef {{id: string, type: "csi_chunk", request: any[]}} CsiChunkMessage
+ * @typedef {{id: string, type: "csi_chunk_with_offsets", request: any[]}} CsiChunkWithOffsetsMessage
+ * @typedef {{id: string, type: "csi_select_language", request: any[]}} CsiSelectLanguageMessage
+ * @typedef {{id: string, type: "csi_search", request: any[]}} CsiSearchMessage
+ * @typedef {{id: string, type: "csi_documents", request: any[]}} CsiDocumentsMessage
+ * @typedef {{id: string, type: "csi_document_metadata", request: any[]}} CsiDocumentMetadataMessage
+ * @typedef {{id: string, type: "index_delete", request: any[]}} IndexDeleteMessage
+ * @typedef {{id: string, type: "index_list", request: any}} IndexListMessage
+ * @typedef {{id: string, type: "index_drop", request: any}} IndexDropMessage
+ *
+ * @typedef {{id: string, type: "index_create", request: any}} IndexCreateMessage
+ *   Progress while existing documents are indexed: {@link IndexProgress}.
+ * @typedef {{id: string, type: "index_put", request: any[]}} IndexPutMessage
+ *   Progress after each committed batch: {@link IndexPutProgress}.
+ *
+ * @typedef {{id: string, type: "skills_register", name: string, source: string}} SkillsRegisterMessage
+ * @typedef {{id: string, type: "skills_list"}} SkillsListMessage
+ * @typedef {{id: string, type: "skills_metadata", name: string}} SkillsMetadataMessage
+ * @typedef {{id: string, type: "skills_run", name: string, input: any}} SkillsRunMessage
+ * @typedef {{id: string, type: "skills_remove", name: string}} SkillsRemoveMessage
+ * @typedef {{id: string, type: "reset_chat"}} ResetChatMessage
+ * @typedef {{id: string, type: "unload"}} UnloadMessage
+ *
+ * @typedef {{id: string, type: "cancel", target: string}} CancelMessage
+ *   End the request whose id is `target` (running or queued) with finish_reason "abort".
+ * @typedef {{id: string, type: "interrupt"}} InterruptMessage
+ *   End the running generation at its next token (finish_reason "abort").
+ * @typedef {{id: string, type: "boot_timings"}} BootTimingsMessage
+ *   Result: {@link BootTimings}.
+ *
+ * @typedef {LoadMessage | ChatMessage | CompletionMessage | EmbeddingsMessage | CsiCompleteMessage
+ *   | CsiChatMessage | LlmInferMessage | LlmEmbeddingsMessage | RemoteGenerateMessage
+ *   | RemoteLlmTypeMessage | CsiChunkMessage | CsiChunkWithOffsetsMessage | CsiSelectLanguageMessage
+ *   | CsiSearchMessage | CsiDocumentsMessage | CsiDocumentMetadataMessage | IndexDeleteMessage
+ *   | IndexListMessage | IndexDropMessage | IndexCreateMessage | IndexPutMessage
+ *   | SkillsRegisterMessage | SkillsListMessage | SkillsMetadataMessage | SkillsRunMessage
+ *   | SkillsRemoveMessage | ResetChatMessage | UnloadMessage | CancelMessage | InterruptMessage
+ *   | BootTimingsMessage} PageMessage
+ *   Every message the page sends.
+ *
+ * @typedef {PageMessage["type"]} MessageType
+ */
+
+/**
+ * The fields of a message of type `K`, without `id` and `type`.
+ * @template {MessageType} K
+ * @typedef {Omit<Extract<PageMessage, {type: K}>, "id" | "type">} MessageBody
+ */
+
+// ---- worker -> page ------------------------------------------------------------------------------
+
+/**
+ * @typedef {{stage: string, file: string|null, loaded: number, total: number, model: string|null,
+ *            [extra: string]: unknown}} Progress
+ *   Progress of a request. Loading reports the stages of the worker's boot ("pyodide", "wheels",
+ *   "python-ready"), then transformers.js's per file ("initiate", "download", "progress",
+ *   "done", ...) and "ready" per model.
+ * @typedef {Progress & {stage: "index", documents: string[]}} IndexProgress
+ *   `index_create`: `loaded` of `total` documents are indexed; `documents` names the last batch.
+ * @typedef {IndexProgress & {chunks: number}} IndexPutProgress
+ *   `index_put`: `loaded` of `total` documents are committed, `chunks` chunks so far.
+ *
+ * @typedef {{name: string, message: string, param: string|null}} WireError
+ *   `name` says what went wrong (InvalidInputError, NotFoundError, InternalError, WorkerError, ...);
+ *   `param` names the request field to blame, if any.
+ *
+ * @typedef {{id: string|null, type: "progress", progress: Progress}} ProgressReply
+ * @typedef {{id: string|null, type: "chunk", chunk: any}} ChunkReply
+ * @typedef {{id: string|null, type: "result", result: any}} ResultReply
+ *   Ends a request: its result (null after a stream and for requests with nothing to say).
+ * @typedef {{id: string|null, type: "error", error: WireError}} ErrorReply
+ *   Ends a request that failed. `id` is null when the message had none (or was not JSON).
+ * @typedef {ProgressReply | ChunkReply | ResultReply | ErrorReply} WorkerReply
+ *   Every message the worker posts (as JSON text or as an object).
+ *
+ * @typedef {{model_id: string, kind: "chat"|"embedding", context_length: number,
+ *            eos_token_ids: number[], vocab_size: number, [field: string]: unknown}} ModelInfo
+ * @typedef {{models: ModelInfo[], load_s: number}} LoadResult
+ * @typedef {{pyodide_s: number, wheels_s: number}} BootTimings
+ */
+
+// ---- how each message type is served -------------------------------------------------------------
+
+/**
+ * How a message type is served:
+ * - `whole`: queued as a task; one `result` (or `error`);
+ * - `stream`: queued as a task; with `request.stream` true, one `chunk` per chunk, then a `result`
+ *   with null; otherwise like `whole`;
+ * - `progress`: queued as a task; `progress` replies as it goes, then one `result`;
+ * - `control`: answered at once, between two tokens of whatever is running: one `result`.
+ * @typedef {"whole" | "stream" | "progress" | "control"} Mode
+ */
+
+/**
+ * Message type -> mode: every type of {@link PageMessage}, and no other (tsc checks both ways).
+ * @type {Readonly<Record<MessageType, Mode>>}
+ */
+export const ROUTES = Object.freeze(/** @satisfies {Record<MessageType, Mode>} */ ({
+  load: "progress",
+  chat: "stream",
+  completion: "stream",
+  embeddings: "whole",
+  csi_complete: "whole",
+  csi_chat: "whole",
+  llm_infer: "whole",
+  llm_embeddings: "whole",
+  remote_generate: "whole",
+  remote_llm_type: "whole",
+  csi_chunk: "whole",
+  csi_chunk_with_offsets: "whole",
+  csi_select_language: "whole",
+  csi_search: "whole",
+  csi_documents: "whole",
+  csi_document_metadata: "whole",
+  index_delete: "whole",
+  index_list: "whole",
+  index_drop: "whole",
+  index_create: "progress",
+  index_put: "progress",
+  skills_register: "whole",
+  skills_list: "whole",
+  skills_metadata: "whole",
+  skills_run: "whole",
+  skills_remove: "whole",
+  reset_chat: "whole",
+  unload: "whole",
+  cancel: "control",
+  interrupt: "control",
+  boot_timings: "control",
+}));

@@ -1,0 +1,15 @@
+// The runtimes the build copies into dist/vendor/ (they are not in the source tree): their exports
+// are typed `any` here, so tsc checks our code against them without reading node_modules.
+
+declare module "*/vendor/transformers/transformers.js" {
+  export const env: any;
+  export const AutoConfig: any;
+  export const AutoModelForCausalLM: any;
+  export const AutoTokenizer: any;
+  export const Tensor: any;
+  export const pipeline: any;
+}
+
+declare module "*/vendor/pyodide/pyodide.mjs" {
+  export const loadPyodide: any;
+}
