@@ -31,6 +31,7 @@ PYTHON_PINS = {
     "pytest-playwright": "0.10.0",
     "playwright": "1.65.2",
     "ruff": None,
+    "mypy": "2.4.1",  # type checks run by the suite (tests/unit/test_types.py)
     "semantic-text-splitter": "0.33.1",  # reference oracle for chunking
     "lingua-language-detector": "2.1.1",  # reference oracle for select_language
     "regex": "2026.5.9",  # its Unicode 17 tables feed buildtools/unicode_tables.py

@@ -35,9 +35,14 @@ def sync_file(src: Path, dst: Path) -> bool:
     return True
 
 
+# Type-checking inputs (tsc configs, declarations) are not part of the site.
+NOT_SERVED = ("jsconfig.json", ".d.ts")
+
+
 def sync_tree(src: Path, dst: Path) -> None:
     """Mirror ``src`` into ``dst`` (files added or changed are copied; stale ones removed)."""
-    wanted = {p.relative_to(src) for p in src.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    wanted = {p.relative_to(src) for p in src.rglob("*")
+              if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith(NOT_SERVED)}
     for rel in wanted:
         sync_file(src / rel, dst / rel)
     if dst.exists():

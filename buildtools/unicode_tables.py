@@ -1,4 +1,4 @@
-"""Generate ``py/csi/text/tables/unicode_breaks.py`` and ``py/csi/text/tables/unicode_dict.py`` for ``csi.text.segmentation``.
+"""Generate ``py/csi/text/tables/unicode_breaks.py`` and ``unicode_dict.py`` for ``csi.text.segmentation``.
 
 ``csi.text.chunking`` must split text exactly like the Rust ``text-splitter`` crate (PyPI ``semantic-text-splitter``
 0.33.1), which segments graphemes, words and sentences with ICU4X's ``icu_segmenter`` 2.4 (``WordSegmenter::

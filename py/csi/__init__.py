@@ -7,9 +7,9 @@ and ``index`` (services); ``faces`` (one per API); ``skills`` and ``sdk``; ``run
 composition root); ``backends`` and ``worker`` (where it runs).
 """
 
-from .core.backend import Backend, Embeddings, ModelInfo, SamplingParams
+from .core.backend import Backend, Embeddings, ModelInfo
 from .core.engine import Engine, Generation
-from .core.request import GenerationParams, GenerationRequest
+from .core.request import GenerationParams, GenerationRequest, SamplingParams
 from .errors import (
     ContextWindowExceededError,
     CsiError,

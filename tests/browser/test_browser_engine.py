@@ -8,9 +8,8 @@ import pytest
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
 from csi.faces.openai.serving import chat_completion
-
-from tests.support.paths import MODELS
 from tests.support.aio import run_async
+from tests.support.paths import MODELS
 from tests.support.prompts import PROMPTS
 from tests.support.reference import hf_greedy_ids, hf_prompt_ids, sentence_transformer
 
@@ -153,9 +152,8 @@ def test_load_reported_progress_with_stage_file_and_bytes(engine_page):
 
 
 def test_greedy_logprobs_match_torch_in_the_browser(engine_page):
-    from tests.support.sampling_reference import log_softmax
-
     from tests.support.reference import hf_next_logits
+    from tests.support.sampling_reference import log_softmax
 
     reply = chat(engine_page, {"messages": PROMPTS[1], "temperature": 0, "max_tokens": 10, "logprobs": True,
                                "top_logprobs": 4, "return_token_ids": True, "ignore_eos": True})

@@ -82,7 +82,6 @@ def cpython_answer(question: str, max_tokens: int) -> dict:
     from csi.faces.pharia import index as index_face
     from csi.local import local_csi
     from csi.skills.examples import search_answer
-
     from tests.support.paths import DIST
 
     index = {"namespace": "playground", "collection": "documents", "index": "default"}

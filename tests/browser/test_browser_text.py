@@ -11,7 +11,6 @@ from tokenizers import Tokenizer
 
 from csi.local import local_csi
 from csi.skills.registry import load_skill_source
-
 from tests.support.paths import DIST, MODELS
 from tests.support.skill_sources import CSI_TOUR, TOUR_TEXT
 
@@ -122,8 +121,8 @@ EXAMPLE_INPUTS = {
 
 
 def test_example_skills_run_alike_in_the_browser_and_in_cpython(engine_page):
-    from csi.skills.registry import EXAMPLES
     from csi.skills import language_sections, reply_in_language, summarize
+    from csi.skills.registry import EXAMPLES
 
     skills = {"summarize": summarize.summarize, "reply-in-language": reply_in_language.reply_in_language,
               "language-sections": language_sections.language_sections}

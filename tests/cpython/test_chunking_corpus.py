@@ -9,9 +9,8 @@ import pytest
 from semantic_text_splitter import TextSplitter
 from tokenizers import Tokenizer
 
-from csi.text.chunking import chunk_text
 from csi.errors import InvalidInputError
-
+from csi.text.chunking import chunk_text
 from tests.support.paths import MODELS
 
 CORPUS = {

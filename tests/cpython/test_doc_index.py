@@ -22,15 +22,13 @@ import pytest
 
 from csi.backends.local_host import LocalHost
 from csi.errors import InvalidInputError, ModelNotSupportedError, NotFoundError
-from csi.index.store import MemoryIndexStore, ScoreQuery, _Row, score_rows
 from csi.index.lexical import terms
+from csi.index.store import MemoryIndexStore, ScoreQuery, _Row, score_rows
 from csi.runtime import build_runtime
 from csi.skills.engine_csi import loop_run_sync
-
-from tests.support.index_client import IndexClient
-from tests.support.paths import MODELS, ROOT
 from tests.support.aio import run_async
 from tests.support.filter_reference import gen_filters, ref_matches
+from tests.support.index_client import IndexClient
 from tests.support.index_reference import (
     COLL,
     MAX_TOKENS,
@@ -42,6 +40,7 @@ from tests.support.index_reference import (
     queries,
     ref_chunks,
 )
+from tests.support.paths import MODELS, ROOT
 
 INDEX = {"namespace": NS, "collection": COLL}
 

@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from csi.faces import remote_llm, spin
-from csi.faces.pharia import inference
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
-from csi.faces.openai.serving import chat_completion, completion
 from csi.errors import InvalidInputError, ModelNotSupportedError
-
-from tests.support.paths import MODELS
+from csi.faces import remote_llm
+from csi.faces import spin as spin_face
+from csi.faces.openai.serving import chat_completion, completion
+from csi.faces.pharia import inference
 from tests.support.aio import run_async
+from tests.support.paths import MODELS
 from tests.support.prompts import PROMPTS
 from tests.support.reference import hf_chat
 
@@ -46,7 +46,7 @@ def test_four_faces_give_the_same_greedy_text(engine):
 
     [csi] = run_async(inference.complete(engine, [{"model": "tiny-chat", "prompt": PROMPT,
                                                          "params": {"temperature": 0, "max_tokens": 20}}]))
-    spin = run_async(spin.infer(engine, {"model": "tiny-chat", "prompt": PROMPT, "params": {
+    spin = run_async(spin_face.infer(engine, {"model": "tiny-chat", "prompt": PROMPT, "params": {
         "temperature": 0, "max_tokens": 20, "repeat_penalty": 1.0, "top_k": 0, "top_p": 1.0}}))
     remote = run_async(remote_llm.generate(engine, {"api_key": "k", "prompts": [PROMPT]}))
     remote_text = remote["generations"][0]["generations"][0]["text"]
@@ -91,14 +91,14 @@ def test_csi_return_special_tokens_shows_the_end_token(engine):
 
 
 def test_spin_defaults_and_errors(engine):
-    out = run_async(spin.infer(engine, {"model": "tiny-chat", "prompt": PROMPT}))
+    out = run_async(spin_face.infer(engine, {"model": "tiny-chat", "prompt": PROMPT}))
     assert out["usage"]["generated_token_count"] <= 100 and out["finish_reason"] in ("stop", "length")
     with pytest.raises(ModelNotSupportedError):
-        run_async(spin.infer(engine, {"model": "llama2-chat", "prompt": "x"}))
+        run_async(spin_face.infer(engine, {"model": "llama2-chat", "prompt": "x"}))
     with pytest.raises(InvalidInputError) as err:
-        run_async(spin.infer(engine, {"model": "tiny-chat", "prompt": "x", "params": {"top_p": 2}}))
+        run_async(spin_face.infer(engine, {"model": "tiny-chat", "prompt": "x", "params": {"top_p": 2}}))
     assert err.value.param == "params.top_p"
-    emb = run_async(spin.generate_embeddings(engine, {"model": "all-minilm-l6-v2", "text": ["a b", "c"]}))
+    emb = run_async(spin_face.generate_embeddings(engine, {"model": "all-minilm-l6-v2", "text": ["a b", "c"]}))
     assert len(emb["embeddings"]) == 2 and len(emb["embeddings"][0]) == 384 and emb["usage"]["prompt_token_count"] > 0
 
 

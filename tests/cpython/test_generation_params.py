@@ -8,17 +8,16 @@ import subprocess
 
 import numpy as np
 import pytest
-from tests.support.sampling_reference import log_softmax, reference_distribution
 
-from csi.core.backend import SamplingParams
 from csi.backends.cpython import CPythonBackend, candidates, process_logits
+from csi.core.backend import SamplingParams
 from csi.core.engine import Engine
 from csi.faces.openai.serving import chat_completion, chat_completion_stream
-
-from tests.support.paths import MODELS, ROOT
 from tests.support.aio import run_async
+from tests.support.paths import MODELS, ROOT
 from tests.support.prompts import PROMPTS
 from tests.support.reference import hf_next_logits, hf_prompt_ids
+from tests.support.sampling_reference import log_softmax, reference_distribution
 
 CASES = [
     {"temperature": 0.8, "top_p": 0.9},

@@ -8,18 +8,17 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from csi.errors import CsiError, InternalError, InvalidInputError
 from csi.backends.local_host import LocalHost
+from csi.errors import CsiError, InternalError, InvalidInputError
 from csi.faces.pharia import index as index_face
 from csi.local import local_csi
 from csi.runtime import build_runtime
 from csi.sdk import Csi, IndexPath, Language, skill
-from csi.skills.registry import EXAMPLES, SkillRegistry
 from csi.skills.examples import search_answer
-
-from tests.support.paths import DIST
-from tests.support.aio import run_async
+from csi.skills.registry import EXAMPLES, SkillRegistry
 from csi.testing import ScriptedBackend
+from tests.support.aio import run_async
+from tests.support.paths import DIST
 from tests.support.skill_sources import ECHO, IMPORT_ERROR, NO_SKILL, RAISES, SEARCH_DOCS, SYNTAX_ERROR, Echo
 
 

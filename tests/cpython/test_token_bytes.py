@@ -11,7 +11,6 @@ from tokenizers import Tokenizer, decoders, models, normalizers
 from csi.backends.cpython import _token_bytes
 from csi.core.detokenize import ByteDecoder
 from csi.core.token_bytes import build_token_bytes
-
 from tests.support.paths import MODELS
 
 TEXTS = ["Hello, world! naïve café — 東京 🙂 ok?", "def f(x):\n    return x ** 2\n", "  spaces   and\ttabs\n\n"]

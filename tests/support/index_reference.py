@@ -18,8 +18,8 @@ import numpy as np
 from semantic_text_splitter import TextSplitter
 from tokenizers import Tokenizer
 
-from tests.support.paths import MODELS
 from tests.support.filter_reference import gen_shaped, ref_matches
+from tests.support.paths import MODELS
 from tests.support.reference import sentence_transformer
 
 NS, COLL = "tests", "stdlib"

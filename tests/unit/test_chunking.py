@@ -13,8 +13,8 @@ import pytest
 from semantic_text_splitter import TextSplitter
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from csi.text.chunking import chunk_text, count_chars
 from csi.errors import InvalidInputError
+from csi.text.chunking import chunk_text, count_chars
 from csi.text.segmentation import grapheme_breaks, sentence_breaks, word_breaks
 
 ROOT = Path(__file__).resolve().parent.parent.parent

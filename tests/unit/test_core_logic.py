@@ -6,18 +6,17 @@ import json
 
 import pytest
 
-from csi.core.detokenize import IncrementalDecoder
 from csi.backends.local_host import LocalHost
+from csi.core.detokenize import IncrementalDecoder
 from csi.core.engine import Engine
+from csi.core.stop_text import StopMatcher
 from csi.errors import ContextWindowExceededError, InvalidInputError, ModelNotSupportedError
 from csi.faces.openai.protocol import ChatCompletionChunk
-from csi.core.stop_text import StopMatcher
 from csi.faces.openai.serving import chat_completion, chat_completion_stream, embeddings
 from csi.runtime import build_runtime
-from csi.worker.app import WorkerApp
-
-from tests.support.aio import run_async
 from csi.testing import EOS, ScriptedBackend
+from csi.worker.app import WorkerApp
+from tests.support.aio import run_async
 
 VOCAB = [b"<eos>", b"Hello", b" world", b"!", b" \xe2\x82", b"\xac", b" END", b"D", b" more"]
 USER = [{"role": "user", "content": "hi"}]

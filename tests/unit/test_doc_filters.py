@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from csi.index.filters import parse_filters
 from csi.errors import InvalidInputError, blame
-
+from csi.index.filters import parse_filters
 from tests.support.filter_reference import FIELDS, gen_condition, gen_dict, gen_filters, gen_shaped, ref_matches
 
 

@@ -89,7 +89,7 @@ def process_logits(logits: np.ndarray, p: SamplingParams, sequence: list[int], c
 def token_logprobs(logits: np.ndarray, token: int, k: int) -> tuple[float, tuple[tuple[int, float], ...]]:
     z = logits.astype(np.float64)
     lse = z.max() + np.log(np.exp(z - z.max()).sum())
-    top = np.lexsort((np.arange(len(z)), -z))[:k] if k else []
+    top: np.ndarray | list[int] = np.lexsort((np.arange(len(z)), -z))[:k] if k else []
     return float(z[token] - lse), tuple((int(i), float(z[i] - lse)) for i in top)
 
 

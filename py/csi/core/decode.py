@@ -14,7 +14,6 @@ from .request import GenerationParams
 from .stop_text import StopMatcher
 from .token_bytes import TokenBytes
 
-
 FinishReason = Literal["stop", "length", "abort"]
 
 

@@ -3,8 +3,46 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from .backend import SamplingParams
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Parameters of the per-token whole-vocabulary math the backend performs.
+
+    In order: ``repetition_penalty`` (HF semantics, over the last ``repetition_window`` tokens of
+    the sequence, all of it when 0), ``frequency_penalty`` and ``presence_penalty`` (OpenAI
+    semantics, over the tokens generated so far), ``logit_bias``; log-probabilities are taken of
+    that distribution; then ``temperature`` (0 = greedy), ``top_k`` (0 = off), ``top_p`` (1 = off)
+    and a draw from the backend's generator seeded with ``seed`` (``None``: any seed).
+    """
+
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int | None = None
+    repetition_penalty: float = 1.0
+    repetition_window: int = 0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    logit_bias: tuple[tuple[int, float], ...] = ()
+    logprobs: bool = False
+    top_logprobs: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "top_k": self.top_k,
+            "top_p": self.top_p,
+            "seed": self.seed,
+            "repetition_penalty": self.repetition_penalty,
+            "repetition_window": self.repetition_window,
+            "frequency_penalty": self.frequency_penalty,
+            "presence_penalty": self.presence_penalty,
+            "logit_bias": [list(b) for b in self.logit_bias],
+            "logprobs": self.logprobs,
+            "top_logprobs": self.top_logprobs,
+        }
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,8 @@ from __future__ import annotations
 from json import dumps
 from typing import Any
 
-from ..core.backend import SamplingParams
 from ..core.engine import Engine
-from ..core.request import GenerationParams, GenerationRequest
+from ..core.request import GenerationParams, GenerationRequest, SamplingParams
 from ..errors import blame
 from ..wire import Strict, parse_request
 

@@ -7,9 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ..core.backend import SamplingParams
 from ..core.engine import Engine
-from ..core.request import GenerationParams, GenerationRequest
+from ..core.request import GenerationParams, GenerationRequest, SamplingParams
 from ..wire import Strict, parse_request
 
 

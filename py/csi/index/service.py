@@ -237,7 +237,7 @@ class DocumentIndex:
             self._catalogs.pop(config.key, None)
             return {"dropped": "index"}
 
-    async def list(self, req: ListRequest) -> dict[str, Any]:
+    async def list_collections(self, req: ListRequest) -> dict[str, Any]:
         """Collections with their indexes; with ``namespace`` and ``collection``, also its documents
         and their chunk counts per index."""
         configs = await self.store.indexes(req.namespace, req.collection)

@@ -213,8 +213,7 @@ def score_rows(rows: list[_Row], query: ScoreQuery) -> list[tuple[float, int]]:
         if allowed is not None and not allowed[row.ordinal]:
             sem.append(None)
             continue
-        cos = math.fsum(a * b for a, b in zip(row.vector, q, strict=True))
-        sem.append(cos)
+        sem.append(math.fsum(a * b for a, b in zip(row.vector, q, strict=True)))
     min_score = query.min_score
     scored: list[tuple[float, int]] = []
     if query.terms is None:

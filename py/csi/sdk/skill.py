@@ -11,7 +11,7 @@ import inspect
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, get_type_hints
+from typing import Any, Generic, TypeVar, cast, get_type_hints
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -51,7 +51,8 @@ class Skill(Generic[In, Out]):
             raise TypeError(f"skill {func.__name__} needs a return type annotation")
         self.func = func
         self.name = func.__name__
-        self.input_type: type[In] = input_type
+        # get_type_hints only yields a runtime type; it is the annotation of func's input, i.e. In
+        self.input_type: type[In] = cast("type[In]", input_type)
         self.output_type: Any = hints["return"]
         self._output = TypeAdapter(self.output_type)
         self.__doc__ = func.__doc__

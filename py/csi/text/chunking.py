@@ -154,7 +154,7 @@ class _TextChunks:
         self.next_sections: list[_Span] = []
         # UTF-8 byte offset of each char index (the crate measures its heuristics in bytes)
         if text.isascii():
-            self.byte = _identity
+            self.byte: Callable[[int], int] = _identity
         else:
             lengths = text.translate(_utf8_lengths()).encode("latin-1")
             self.byte = array("q", accumulate(lengths, initial=0)).__getitem__
@@ -296,7 +296,7 @@ class _TextChunks:
     def _prefetch_probes(self, start: int, end: int, k: int, probe: Callable[[int], int | None],
                          probe_max: int) -> None:
         """Size, in one call, the probes likely needed before one exceeds ``probe_max`` (cf. _predict_path)."""
-        spans = []
+        spans: list[_Span] = []
         ratio = self.sizer.ratio
         while len(spans) < 6:
             boundary = probe(k)
@@ -312,7 +312,8 @@ class _TextChunks:
 
     def _update_next_sections(self) -> int:
         """Find the sections the next chunk is made of; returns the lowest index known to fit."""
-        self.next_sections = sections_out = []
+        sections_out: list[_Span] = []
+        self.next_sections = sections_out
         cursor = self.cursor
         levels = self.suffix_levels[self.range_cursor]
 
@@ -409,7 +410,8 @@ class _TextChunks:
         start = end = self.cursor
         equals_found = False
         high = max(len(sections) - 1, 0)
-        success_index = success_size = None
+        success_index: int | None = None
+        success_size: int | None = None
         while low <= high:
             mid = low + (high - low) // 2
             text_end = sections[mid][1]
@@ -434,6 +436,7 @@ class _TextChunks:
             else:
                 break
         if success_index is not None:
+            assert success_size is not None  # always set together with success_index
             for index in range(success_index + 1, len(sections)):
                 text_end = sections[index][1]
                 if self.sizer.size(start, text_end) <= success_size:
@@ -449,7 +452,7 @@ class _TextChunks:
         The path follows predicted sizes (tokens per character of the latest batch) while the prediction is
         clearly on one side of ``capacity``; the first doubtful probe ends it.
         """
-        spans = []
+        spans: list[_Span] = []
         ratio = self.sizer.ratio
         while low <= high and len(spans) < 6:
             mid = low + (high - low) // 2

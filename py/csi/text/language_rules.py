@@ -263,10 +263,10 @@ def detect_with_rules(words: list[str], languages: frozenset[str]) -> str | None
         return None
     if len(totals) == 1:
         return next(iter(totals))
-    (first, first_count), (second, second_count) = sorted(totals.items(), key=lambda kv: -kv[1])[:2]
-    if {first, second} == {"zho", "jpn"}:
+    (top, top_count), (second, second_count) = sorted(totals.items(), key=lambda kv: -kv[1])[:2]
+    if {top, second} == {"zho", "jpn"}:
         return "jpn"
-    return None if first_count == second_count else first
+    return None if top_count == second_count else top
 
 
 def filter_with_rules(words: list[str], languages: frozenset[str]) -> frozenset[str]:

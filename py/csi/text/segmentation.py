@@ -312,7 +312,7 @@ def _dictionary_breaks(trie: _Trie, s: str) -> list[int]:
     n = len(s)
     i = 0
     g = 0  # index of the next grapheme boundary to look at
-    out = []
+    out: list[int] = []
     while True:
         state = trie.root
         match = 0

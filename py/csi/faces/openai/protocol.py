@@ -6,9 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_serializer
 
-from ...core.backend import SamplingParams
 from ...core.decode import FinishReason
-from ...core.request import GenerationParams, GenerationRequest
+from ...core.request import GenerationParams, GenerationRequest, SamplingParams
 from ...errors import InvalidInputError
 from ...wire import Strict
 

@@ -58,7 +58,7 @@ async def delete(index: DocumentIndex, paths: Any) -> list[bool]:
 
 
 async def list_(index: DocumentIndex, request: Any) -> dict[str, Any]:
-    return await index.list(parse_request(ListRequest, request if request is not None else {}))
+    return await index.list_collections(parse_request(ListRequest, request if request is not None else {}))
 
 
 async def drop(index: DocumentIndex, request: Any) -> dict[str, Any]:

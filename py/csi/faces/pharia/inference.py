@@ -7,9 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ...core.backend import SamplingParams
 from ...core.engine import ChoiceResult, Engine, Generation
-from ...core.request import GenerationParams, GenerationRequest
+from ...core.request import GenerationParams, GenerationRequest, SamplingParams
 from ...errors import blame
 from ...wire import Strict, parse_batch
 

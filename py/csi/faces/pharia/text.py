@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import Field
 
 from ...errors import blame
-from ...wire import Strict
-from ...wire import parse_batch
+from ...wire import Strict, parse_batch
 
 if TYPE_CHECKING:
     from ...text.services import TextServices

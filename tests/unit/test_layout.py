@@ -1,0 +1,145 @@
+"""The package's layering, read from its imports: no circles, nothing imports a layer above it,
+no face reaches the backend, the engine knows no API, the SDK depends on nothing server-side."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.support.paths import ROOT
+
+PACKAGE = ROOT / "py" / "csi"
+
+# Each top-level part of csi and the parts it may import (itself always allowed).
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "wire": {"errors"},
+    "core": {"errors", "wire"},
+    "text": {"core", "errors", "wire"},
+    "index": {"text", "core", "errors", "wire"},
+    "faces": {"index", "text", "core", "errors", "wire"},
+    "sdk": {"errors", "wire"},
+    "skills": {"faces", "index", "text", "core", "sdk", "errors", "wire"},
+    "testing": {"core", "errors"},
+    "runtime": {"skills", "faces", "index", "text", "core", "sdk", "errors", "wire"},
+    "backends": {"index", "core", "errors", "wire"},
+    "local": {"runtime", "backends", "skills", "sdk", "core", "errors"},
+    "worker": {"runtime", "backends", "skills", "faces", "index", "text", "core", "sdk", "errors", "wire"},
+    "__init__": {"runtime", "core", "errors"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path, modules: set[str]) -> set[str]:
+    """Every ``csi`` module ``path`` imports, at module level or inside functions."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.add(target)
+            found |= {f"{target}.{a.name}" for a in node.names}  # ``from . import x`` imports module x
+    return (found & modules) - {name}
+
+
+def graph() -> dict[str, set[str]]:
+    paths = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return {name: imports_of(path, set(paths)) for name, path in paths.items()}
+
+
+def part(module: str) -> str:
+    rest = module.split(".")[1:]
+    return rest[0] if rest else "__init__"
+
+
+def test_the_layout_has_the_parts_the_architecture_names() -> None:
+    for sub in ["core", "text", "text/tables", "index", "faces/openai", "faces/pharia", "skills", "sdk", "backends",
+                "worker"]:
+        assert (PACKAGE / sub / "__init__.py").exists(), sub
+    assert not [p.name for p in PACKAGE.glob("*.py")
+                if p.stem not in {"__init__", "errors", "wire", "runtime", "local", "testing"}]
+
+
+def test_no_part_imports_a_part_above_it() -> None:
+    wrong = []
+    for module, targets in graph().items():
+        for target in targets:
+            if part(target) != part(module) and part(target) not in ALLOWED[part(module)]:
+                wrong.append(f"{module} -> {target}")
+    assert not wrong
+
+
+def test_no_import_circles() -> None:
+    g = graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in g[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    assert not cycles
+
+
+def test_faces_never_reach_the_backend_and_the_engine_knows_no_api() -> None:
+    g = graph()
+    for module, targets in g.items():
+        if part(module) == "faces":
+            assert not {t for t in targets if part(t) == "backends" or t == "csi.core.backend"}, module
+    engine = g["csi.core.engine"]
+    assert not {t for t in engine if part(t) in {"faces", "index", "text", "skills", "runtime"}}
+
+
+def test_the_sdk_depends_on_nothing_server_side() -> None:
+    for module, targets in graph().items():
+        if part(module) == "sdk":
+            assert {part(t) for t in targets} <= {"sdk", "errors", "wire"}, module
+
+
+def test_only_the_pyodide_backend_imports_pyodide_or_js() -> None:
+    importers = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n.split(".")[0] in {"pyodide", "js"} for n in names):
+                importers.append(module_name(path))
+    assert sorted(set(importers)) == ["csi.backends.pyodide"]
