@@ -79,17 +79,20 @@ def join_path(prefix: str, param: str | None) -> str:
 
 
 @contextmanager
-def blame(prefix: str, **renamed: str) -> Iterator[None]:
+def blame(prefix: str, *, only: tuple[type[CsiError], ...] = (), **renamed: str) -> Iterator[None]:
     """Put every ``CsiError`` raised inside under the field ``prefix``.
 
     Services raise errors about their own arguments (``param="overlap"``); the face that called
     them knows where that argument sits in the request: ``with blame(f"requests[{i}].params"):``
     turns it into ``requests[0].params.overlap``, in ``param`` and where the message quotes it.
-    ``renamed`` maps a param to another before the prefix is added (``prompt=""``: the prefix itself).
+    ``renamed`` maps a param to another before the prefix is added (``prompt=""``: the prefix itself);
+    ``only`` limits it to these kinds of error.
     """
     try:
         yield
     except CsiError as exc:
+        if only and not isinstance(exc, only):
+            raise
         old = exc.param
         new = join_path(prefix, renamed.get(old, old) if old is not None else None)
         if old:

@@ -10,7 +10,7 @@ from csi.backends.local_host import LocalHost
 from csi.core.detokenize import IncrementalDecoder
 from csi.core.engine import Engine
 from csi.core.stop_text import StopMatcher
-from csi.errors import ContextWindowExceededError, InvalidInputError, ModelNotSupportedError
+from csi.errors import ContextWindowExceededError, InvalidInputError, ModelNotSupportedError, blame
 from csi.faces.openai.protocol import ChatCompletionChunk
 from csi.faces.openai.serving import chat_completion, chat_completion_stream, embeddings
 from csi.runtime import build_runtime
@@ -227,3 +227,37 @@ def test_worker_app_pushes_chunks_then_one_result_and_reports_errors():
     sent.clear()
     run(app.serve(json.dumps({"id": "c", "type": "teleport"})))
     assert sent[0]["error"]["name"] == "InvalidInputError" and sent[0]["error"]["param"] == "type"
+
+
+# ---- field paths --------------------------------------------------------------------------------
+
+def test_blame_nests_renames_and_limits_to_kinds_of_error():
+    with pytest.raises(InvalidInputError) as err, blame("requests[2]"), blame("params"):
+        raise InvalidInputError("`overlap` (3) must be less than `max_tokens` (2)", "overlap")
+    assert err.value.param == "requests[2].params.overlap"
+    assert err.value.message == "`requests[2].params.overlap` (3) must be less than `max_tokens` (2)"
+    with pytest.raises(ContextWindowExceededError) as err, blame("prompts[1]", prompt=""):
+        raise ContextWindowExceededError("too long", "prompt")
+    assert err.value.param == "prompts[1]"
+    with pytest.raises(InvalidInputError) as err, blame("requests"):
+        raise InvalidInputError("no such document", "[3].name")
+    assert err.value.param == "requests[3].name"
+    with pytest.raises(ModelNotSupportedError) as err, blame("input", only=(InvalidInputError,)):
+        raise ModelNotSupportedError("not loaded", None)
+    assert err.value.param is None
+
+
+def test_engine_errors_name_generation_request_fields_and_faces_place_them():
+    from csi.faces.pharia.inference import chat, complete
+
+    engine = make_engine([1, EOS], context_length=8)
+    with pytest.raises(ContextWindowExceededError) as err:
+        run(complete(engine, [{"model": "chat", "prompt": "x", "params": {}},
+                              {"model": "chat", "prompt": "x" * 20, "params": {}}]))
+    assert err.value.param == "requests[1].prompt"
+    with pytest.raises(ContextWindowExceededError) as err:
+        run(chat(engine, [{"model": "chat", "messages": [{"role": "user", "content": "x" * 20}], "params": {}}]))
+    assert err.value.param == "requests[0].messages"
+    with pytest.raises(ModelNotSupportedError) as err:
+        run(complete(engine, [{"model": "nope", "prompt": "x", "params": {}}]))
+    assert err.value.param == "requests[0].model"

@@ -15,7 +15,7 @@ from json import dumps, loads
 from typing import Any
 
 from ..core.host import SkillStore
-from ..errors import CsiError, InternalError, InvalidInputError
+from ..errors import CsiError, InternalError, InvalidInputError, blame
 from ..sdk.csi import Csi
 from ..sdk.skill import Skill
 
@@ -136,9 +136,8 @@ class SkillRegistry:
         except (TypeError, ValueError) as exc:
             raise InvalidInputError(f"the input is not JSON: {exc}", "input") from None
         try:
-            out = await self.runner(lambda csi: skill.run(csi, data))
-        except InvalidInputError as exc:  # the input did not validate: name the field under `input`
-            raise InvalidInputError(exc.message, f"input.{exc.param}" if exc.param else "input") from None
+            with blame("input", only=(InvalidInputError,)):  # the input did not validate
+                out = await self.runner(lambda csi: skill.run(csi, data))
         except CsiError:
             raise
         except Exception as exc:  # the runner itself failed
