@@ -10,7 +10,6 @@ worker/protocol.js declare them. Worker -> page: ``{id, type: "progress", progre
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from json import dumps, loads
 from typing import Any
@@ -64,7 +63,7 @@ class WorkerApp:
             route = ROUTES.get(msg["type"])
             if route is None:
                 raise InvalidInputError(f"unknown message type {msg['type']!r}", "type")
-            call = Call(self.runtime, msg, request_id, self._progress(request_id), self)
+            call = Call(self.runtime, msg, request_id, self._progress(request_id), self.boot_timings)
             if route.mode == "control":
                 self.send({"id": request_id, "type": "result", "result": route.handler(call)})
                 return None
@@ -91,10 +90,3 @@ class WorkerApp:
 
     def _progress(self, request_id: Any) -> Callable[[dict[str, Any]], None]:
         return lambda p: self.send({"id": request_id, "type": "progress", "progress": p})
-
-    async def load(self, model_ids: Any, device: Any, progress: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-        """``load``: one model id or several, loaded together (replacing the others)."""
-        started = time.perf_counter()
-        ids = [model_ids] if isinstance(model_ids, str) else model_ids
-        infos = await self.runtime.engine.load(ids, device or "wasm", progress)
-        return {"models": [vars(i) for i in infos], "load_s": time.perf_counter() - started}

@@ -9,6 +9,7 @@ like ``whole`` otherwise; ``progress`` posts ``progress`` messages before its ``
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -27,13 +28,13 @@ Mode = Literal["whole", "stream", "progress", "control"]
 
 @dataclass(frozen=True)
 class Call:
-    """What a handler gets: the services, the message, and where to report progress."""
+    """What a handler gets: the services, the message, where to report progress, the boot figures."""
 
     runtime: Runtime
     msg: dict[str, Any]
     request_id: Any
     progress: Callable[[dict[str, Any]], None]
-    app: Any
+    boot_timings: dict[str, float] | None = None
 
     @property
     def request(self) -> Any:
@@ -53,8 +54,13 @@ def _index() -> ModuleType:
     return index
 
 
-def _load(c: Call) -> Any:
-    return c.app.load(c.msg.get("model_ids"), c.msg.get("device"), c.progress)
+async def _load(c: Call) -> dict[str, Any]:
+    """``load``: one model id or several, loaded together (replacing the others)."""
+    started = time.perf_counter()
+    ids: Any = c.msg.get("model_ids")  # checked by the engine
+    infos = await c.runtime.engine.load([ids] if isinstance(ids, str) else ids, c.msg.get("device") or "wasm",
+                                        c.progress)
+    return {"models": [vars(i) for i in infos], "load_s": time.perf_counter() - started}
 
 
 ROUTES: dict[str, Route] = {
@@ -95,5 +101,5 @@ ROUTES: dict[str, Route] = {
     # control
     "cancel": Route(lambda c: c.runtime.engine.abort(str(c.msg.get("target"))), "control"),
     "interrupt": Route(lambda c: c.runtime.engine.interrupt(), "control"),
-    "boot_timings": Route(lambda c: c.app.boot_timings, "control"),
+    "boot_timings": Route(lambda c: c.boot_timings, "control"),
 }
