@@ -3,6 +3,7 @@ chats through the model's chat template, batches in, results in request order.""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -108,25 +109,24 @@ def _result(gen: Generation, r: ChoiceResult, logprobs: Logprobs) -> dict[str, A
     }
 
 
-async def complete(engine: Engine, requests: Any) -> list[dict[str, Any]]:
-    """``inference.complete``: raw prompts (no chat template), results in request order."""
-    batch = parse_batch(CompleteBatch, requests)
+async def _each(engine: Engine, requests: Sequence[CompletionRequest | ChatRequest],
+                key: str, body: Callable[[ChoiceResult], Any]) -> list[dict[str, Any]]:
+    """Run the requests one after the other; each result is ``{key: body(choice), ...the rest}``."""
     out = []
-    for i, req in enumerate(batch.requests):
+    for i, req in enumerate(requests):
         with blame(f"requests[{i}]"):
             gen = engine.generate(req.to_generation_request())
         [r] = await gen.collect()
-        out.append({"text": r.text, **_result(gen, r, req.params.logprobs)})
+        out.append({key: body(r), **_result(gen, r, req.params.logprobs)})
     return out
+
+
+async def complete(engine: Engine, requests: Any) -> list[dict[str, Any]]:
+    """``inference.complete``: raw prompts (no chat template), results in request order."""
+    return await _each(engine, parse_batch(CompleteBatch, requests).requests, "text", lambda r: r.text)
 
 
 async def chat(engine: Engine, requests: Any) -> list[dict[str, Any]]:
     """``inference.chat``: messages through the model's chat template, results in request order."""
-    batch = parse_batch(ChatBatch, requests)
-    out = []
-    for i, req in enumerate(batch.requests):
-        with blame(f"requests[{i}]"):
-            gen = engine.generate(req.to_generation_request())
-        [r] = await gen.collect()
-        out.append({"message": {"role": "assistant", "content": r.text}, **_result(gen, r, req.params.logprobs)})
-    return out
+    return await _each(engine, parse_batch(ChatBatch, requests).requests, "message",
+                       lambda r: {"role": "assistant", "content": r.text})
