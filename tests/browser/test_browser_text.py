@@ -121,7 +121,7 @@ EXAMPLE_INPUTS = {
 
 
 def test_example_skills_run_alike_in_the_browser_and_in_cpython(engine_page):
-    from csi.skills import language_sections, reply_in_language, summarize
+    from csi.skills.examples import language_sections, reply_in_language, summarize
     from csi.skills.registry import EXAMPLES
 
     skills = {"summarize": summarize.summarize, "reply-in-language": reply_in_language.reply_in_language,
