@@ -67,10 +67,6 @@ class _Finished:
         return usage([self.stats[i] for i in sorted(self.stats)])
 
 
-def _prepare(engine: Engine, req: ChatCompletionRequest | CompletionRequest, request_id: str | None) -> Generation:
-    return engine.generate(req.to_generation_request(), request_id)
-
-
 # ---- chat completions ------------------------------------------------------------------------------
 
 
@@ -92,7 +88,7 @@ def _chat_logprobs(gen: Generation, delta: TextDelta) -> list[TokenLogprob]:
 def _chat_generation(engine: Engine, request: Any, request_id: str | None) -> tuple[ChatCompletionRequest, Generation]:
     req = parse_request(ChatCompletionRequest, request)
     req.check()
-    return req, _prepare(engine, req, request_id)
+    return req, engine.generate(req.to_generation_request(), request_id)
 
 
 async def chat_completion_stream(
@@ -179,7 +175,7 @@ def _completion_generation(engine: Engine, request: Any,
                            request_id: str | None) -> tuple[CompletionRequest, Generation]:
     req = parse_request(CompletionRequest, request)
     req.check()
-    return req, _prepare(engine, req, request_id)
+    return req, engine.generate(req.to_generation_request(), request_id)
 
 
 async def completion_stream(
