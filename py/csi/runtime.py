@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from .index.service import DocumentIndex
 
 
-
 @dataclass
 class Runtime:
     """The engine and its services: text (chunking, languages), the document index, skills."""
