@@ -3,7 +3,7 @@ feature), public as pharia-skill ships its ``StubCsi``."""
 
 from __future__ import annotations
 
-from .core.backend import Embeddings, ModelInfo, ModelKind, ProgressFn, SamplingParams, StepResult
+from .core.backend import Embeddings, ModelInfo, ModelKind, ProgressFn, SamplingParams, StepResult, reusable_prefix
 
 EOS = 0
 
@@ -52,9 +52,7 @@ class ScriptedBackend:
 
     def reuse_prefix(self, model_id: str, ids: list[int]) -> int:
         self._pos = 0  # each request replays the script from its start
-        n = 0
-        while n < min(len(self.cache), len(ids) - 1) and self.cache[n] == ids[n]:
-            n += 1
+        n = reusable_prefix(self.cache, ids)
         self.cache = self.cache[:n]
         return n
 

@@ -261,3 +261,19 @@ def test_engine_errors_name_generation_request_fields_and_faces_place_them():
     with pytest.raises(ModelNotSupportedError) as err:
         run(complete(engine, [{"model": "nope", "prompt": "x", "params": {}}]))
     assert err.value.param == "requests[0].model"
+
+
+def test_legacy_completion_logprobs_whole_equal_the_streamed_ones():
+    from csi.faces.openai.serving import completion, completion_stream
+
+    # " \xe2\x82" + "\xac" is one character split over two tokens: offsets follow the delta text
+    request = {"prompt": "ab", "echo": True, "logprobs": 2, "max_tokens": 6, "temperature": 0}
+    whole = run(completion(make_engine([1, 4, 5, 2, 8, 3]), request)).choices[0].logprobs
+
+    async def streamed() -> list:
+        return [c async for c in completion_stream(make_engine([1, 4, 5, 2, 8, 3]), {**request, "stream": True})]
+
+    parts = [c.choices[0].logprobs for c in run(streamed()) if c.choices and c.choices[0].logprobs]
+    assert whole.tokens == [t for p in parts for t in p.tokens] and len(whole.tokens) == 6
+    assert whole.text_offset == [o for p in parts for o in p.text_offset]
+    assert whole.text_offset[0] == 2

@@ -19,7 +19,7 @@ import onnxruntime as ort
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import Tokenizer
 
-from ..core.backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult
+from ..core.backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult, reusable_prefix
 from ..core.token_bytes import TokenBytes, build_token_bytes
 from ..errors import ModelLoadError
 
@@ -104,15 +104,6 @@ def sample(logits: np.ndarray, p: SamplingParams, rng: Mulberry32) -> int:
         if u < acc:
             return int(token)
     return int(ids[-1])
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    """How many leading ids ``a`` and ``b`` share."""
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 @dataclass
@@ -226,7 +217,7 @@ class CPythonBackend:
 
     def reuse_prefix(self, model_id: str, ids: list[int]) -> int:
         m = self._chat(model_id)
-        n = common_prefix(m.sequence, ids[:-1])
+        n = reusable_prefix(m.sequence, ids)
         if n < len(m.sequence):
             m.past = {k: v[:, :, :n] for k, v in m.past.items()} if n else {}
             m.sequence = m.sequence[:n]

@@ -9,7 +9,8 @@ from typing import Any, Literal, Protocol
 from .request import SamplingParams
 from .token_bytes import TokenBytes
 
-__all__ = ["Backend", "Embeddings", "ModelInfo", "ModelKind", "ProgressFn", "SamplingParams", "StepResult"]
+__all__ = ["Backend", "Embeddings", "ModelInfo", "ModelKind", "ProgressFn", "SamplingParams", "StepResult",
+           "reusable_prefix"]
 
 ModelKind = Literal["chat", "embedding"]
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -42,6 +43,16 @@ class Embeddings:
     vectors: list[list[float]]
     prompt_tokens: int
     dims: int = field(default=0)
+
+
+def reusable_prefix(cached: list[int], ids: list[int]) -> int:
+    """How many leading tokens of a cache holding ``cached`` a prompt ``ids`` can keep: their common
+    prefix, never all of ``ids`` (what ``Backend.reuse_prefix`` keeps)."""
+    n = min(len(cached), len(ids) - 1)
+    i = 0
+    while i < n and cached[i] == ids[i]:
+        i += 1
+    return i
 
 
 class Backend(Protocol):

@@ -157,17 +157,20 @@ async def create_chat_completion(
 # ---- (legacy) text completions --------------------------------------------------------------------
 
 
-def _legacy_logprobs(gen: Generation, delta: TextDelta, offset: int) -> CompletionLogprobs:
-    """OpenAI's legacy completions logprobs of one delta: tokens, their logprobs, top alternatives,
-    offsets (from ``offset``, where the delta's text starts)."""
+def _legacy_logprobs(gen: Generation, deltas: list[TextDelta], offset: int) -> CompletionLogprobs:
+    """OpenAI's legacy completions logprobs of consecutive deltas: tokens, their logprobs, top
+    alternatives, offsets (each delta's from where its text starts; the first at ``offset``)."""
     tokens, lps, tops, offsets = [], [], [], []
-    for step in delta.steps:
-        text = gen.token_bytes(step.token).decode("utf-8", errors="replace")
-        tokens.append(text)
-        lps.append(step.logprob or 0.0)
-        tops.append({gen.token_bytes(t).decode("utf-8", errors="replace"): lp for t, lp in step.top})
-        offsets.append(offset)
-        offset += len(text)
+    for delta in deltas:
+        at = offset
+        for step in delta.steps:
+            text = gen.token_bytes(step.token).decode("utf-8", errors="replace")
+            tokens.append(text)
+            lps.append(step.logprob or 0.0)
+            tops.append({gen.token_bytes(t).decode("utf-8", errors="replace"): lp for t, lp in step.top})
+            offsets.append(at)
+            at += len(text)
+        offset += len(delta.text)
     return CompletionLogprobs(tokens=tokens, token_logprobs=lps, top_logprobs=tops, text_offset=offsets)
 
 
@@ -200,7 +203,7 @@ async def completion_stream(
             d = event.delta
             prefix = req.prompt if req.echo and i not in echoed else ""
             echoed.add(i)
-            lp = _legacy_logprobs(gen, d, offsets[i]) if req.logprobs is not None else None
+            lp = _legacy_logprobs(gen, [d], offsets[i]) if req.logprobs is not None else None
             offsets[i] += len(d.text)
             yield chunk([CompletionChoice(index=i, text=prefix + d.text, logprobs=lp,
                                           token_ids=d.token_ids if req.return_token_ids else None)])
@@ -225,17 +228,7 @@ async def completion(engine: Engine, request: Any, request_id: str | None = None
     start = len(req.prompt) if req.echo else 0
     choices = []
     for i, r in enumerate(results):
-        logprobs = None
-        if req.logprobs is not None:
-            logprobs = CompletionLogprobs(tokens=[], token_logprobs=[], top_logprobs=[], text_offset=[])
-            offset = start
-            for d in r.deltas:
-                part = _legacy_logprobs(gen, d, offset)
-                offset += len(d.text)
-                logprobs.tokens += part.tokens
-                logprobs.token_logprobs += part.token_logprobs
-                logprobs.top_logprobs += part.top_logprobs
-                logprobs.text_offset += part.text_offset
+        logprobs = _legacy_logprobs(gen, r.deltas, start) if req.logprobs is not None else None
         choices.append(CompletionChoice(index=i, text=(req.prompt if req.echo else "") + r.text,
                                         finish_reason=r.finish_reason, logprobs=logprobs,
                                         token_ids=r.token_ids if req.return_token_ids else None))
