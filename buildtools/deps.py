@@ -35,6 +35,14 @@ PYTHON_PINS = {
     "semantic-text-splitter": "0.33.1",  # reference oracle for chunking
     "lingua-language-detector": "2.1.1",  # reference oracle for select_language
     "regex": "2026.5.9",  # its Unicode 17 tables feed buildtools/unicode_tables.py
+    "jsonschema": "4.26.0",  # reference validator for structured output
+    "lark": "1.3.1",  # reference parser for EBNF-constrained output
+}
+
+# Installed without their dependencies: xgrammar asks for triton and ninja (GPU kernels we never
+# use); everything it imports is pinned above. The same version as npm's @mlc-ai/web-xgrammar.
+PYTHON_NO_DEPS = {
+    "xgrammar": "0.1.27",
 }
 
 # Browser side: the wheels Pyodide installs in the worker (pydantic and its deps).
@@ -82,6 +90,9 @@ def ensure_python() -> None:
         rest = [w for w in wanted if not w.startswith("torch==")]
         if rest:
             run([sys.executable, "-m", "pip", "install", f"torch=={PYTHON_PINS['torch']}", *rest])
+    bare = [f"{name}=={pin}" for name, pin in PYTHON_NO_DEPS.items() if _installed(name) != pin]
+    if bare:
+        run([sys.executable, "-m", "pip", "install", "--no-deps", *bare])
 
 
 def ensure_npm() -> None:

@@ -20,6 +20,7 @@ VENDOR = {
     "vendor/pyodide": (NODE / "pyodide", ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm",
                                           "python_stdlib.zip", "pyodide-lock.json"]),
     "vendor/transformers": (NODE / "@huggingface/transformers/dist", ["transformers.js"]),
+    "vendor/xgrammar": (NODE / "@mlc-ai/web-xgrammar/lib", ["index.js"]),
     # The ORT runtime transformers.js bundles, served from the same version's npm package.
     "vendor/ort": (NODE / "onnxruntime-web/dist", ["ort-wasm-simd-threaded.asyncify.mjs",
                                                    "ort-wasm-simd-threaded.asyncify.wasm"]),

@@ -174,15 +174,42 @@ export class Bridge {
     return m;
   }
 
-  /** @param {string} id @param {string} messagesJson */
-  applyChatTemplate(id, messagesJson) {
-    const ids = this.chat(id).tokenizer.apply_chat_template(JSON.parse(messagesJson), {
-      add_generation_prompt: true,
-      tokenize: true,
-      return_tensor: false,
-      return_dict: false,
-    });
+  /**
+   * The model's chat template source (`undefined` if it has none).
+   * @param {string} id
+   */
+  chatTemplate(id) {
+    const t = this.chat(id).tokenizer.chat_template;
+    if (typeof t === "string") return t;
+    if (Array.isArray(t)) {
+      // named templates: the one for tools if there is one
+      const named = t.find((x) => x.name === "tool_use") ?? t.find((x) => x.name === "default");
+      return named?.template;
+    }
+    return undefined;
+  }
+
+  /**
+   * @param {string} id @param {string} messagesJson
+   * @param {string} [toolsJson] OpenAI-shaped tools for the template, as JSON
+   */
+  applyChatTemplate(id, messagesJson, toolsJson) {
+    /** @type {Record<string, any>} */
+    const options = { add_generation_prompt: true, tokenize: true, return_tensor: false, return_dict: false };
+    if (toolsJson) options.tools = JSON.parse(toolsJson);
+    const ids = this.chat(id).tokenizer.apply_chat_template(JSON.parse(messagesJson), options);
     return Int32Array.from(ids);
+  }
+
+  /**
+   * Compile a grammar for model `id` unless cached; resolves to the seconds spent. Rejects with
+   * the compiler's message.
+   * @param {string} id @param {string} specJson {kind, source}
+   * @param {string} vocabType @param {boolean} prependSpace @param {string} stopIdsJson
+   */
+  async compileGrammar(id, specJson, vocabType, prependSpace, stopIdsJson) {
+    const grammars = this.chat(id).grammarsFor(vocabType, !!prependSpace, JSON.parse(stopIdsJson));
+    return grammars.compile(JSON.parse(specJson));
   }
 
   /** @param {string} id @param {string} text @param {boolean} addSpecialTokens */
@@ -207,7 +234,9 @@ export class Bridge {
 
   /** @param {string} id @param {string} paramsJson SamplingParams as JSON: a new request */
   setSampling(id, paramsJson) {
-    this.chat(id).sampler = new Sampler(JSON.parse(paramsJson));
+    const model = this.chat(id);
+    model.sampler.dispose();
+    model.sampler = new Sampler(JSON.parse(paramsJson), model.grammars);
   }
 
   /**
@@ -221,7 +250,7 @@ export class Bridge {
   /**
    * Python's persistent callbacks for `stepAsync` results: settling a Python future through
    * them costs far less per token than awaiting a returned Promise from Python.
-   * @param {(ticket: number, token: number, logprobs: string|undefined) => void} onToken
+   * @param {(ticket: number, token: number, logprobs: string|undefined, grammarS: number|undefined) => void} onToken
    * @param {(ticket: number, message: string) => void} onError
    */
   setStepCallbacks(onToken, onError) {
@@ -231,7 +260,8 @@ export class Bridge {
 
   /**
    * Start a step: run `ids` (one token id, or an array) after the cache and sample; the token
-   * arrives through `onToken(ticket, token, logprobsJson)` (`undefined` unless logprobs were asked).
+   * arrives through `onToken(ticket, token, logprobsJson, grammarSeconds)` (`undefined` unless
+   * logprobs were asked, or the request has a grammar).
    * @param {string} id @param {number|Int32Array|number[]} ids @param {number} ticket
    */
   stepAsync(id, ids, ticket) {
@@ -245,7 +275,8 @@ export class Bridge {
       : model.step(input);
     run.then(
         // `undefined`, not `null`: Pyodide hands JS null to Python as a JsNull object, not None
-        (r) => this.onToken(ticket, r.token, r.logprob === undefined ? undefined : JSON.stringify([r.logprob, r.top])),
+        (r) => this.onToken(ticket, r.token, r.logprob === undefined ? undefined : JSON.stringify([r.logprob, r.top]),
+          r.grammarS),
         (err) => this.onError(ticket, String(err?.message ?? err)),
       );
   }

@@ -4,6 +4,7 @@
 // prompt it already holds, and never keep a copy of the cached tokens.
 
 import { Tensor } from "../vendor/transformers/transformers.js";
+import { Grammars } from "./grammar.js";
 import { Sampler } from "./sampling.js";
 
 export class ChatModel {
@@ -21,6 +22,8 @@ export class ChatModel {
     /** @type {number[]} the tokens whose keys and values are in the cache, in order */
     this.sequence = [];
     this.sampler = new Sampler({ temperature: 0, top_k: 0, top_p: 1, seed: 0 });
+    /** @type {Grammars|null} */
+    this.grammars = null;
     const session = model.sessions.model ?? Object.values(model.sessions)[0];
     this.cacheInputs = session.inputNames.filter((n) => n.startsWith("past_key_values."));
     this.cacheMeta = Object.fromEntries((session.inputMetadata ?? []).map((m) => [m.name, m]));
@@ -132,6 +135,25 @@ export class ChatModel {
   /** @param {number[]|Int32Array} ids */
   async step(ids) {
     const logits = await this.forward(ids);
+    if (this.sampler.constrained) return this.sampler.chooseConstrained(logits, this.sequence);
     return this.sampler.choose(logits, this.sequence);
+  }
+
+  /**
+   * This model's grammars (web-xgrammar), made on first use.
+   * @param {string} vocabType @param {boolean} prependSpace @param {number[]} stopIds
+   */
+  grammarsFor(vocabType, prependSpace, stopIds) {
+    if (!this.grammars) {
+      const tok = this.tokenizer;
+      const vocab = Array.from(tok._tokenizer.model.vocab, (t) => t ?? "");
+      for (const [i, t] of tok._tokenizer.get_added_tokens_decoder().entries()) {
+        while (vocab.length <= i) vocab.push("");
+        vocab[i] = t.content;
+      }
+      const size = Math.max(this.config.vocab_size ?? 0, vocab.length);
+      this.grammars = new Grammars(vocab, vocabType, prependSpace, size, stopIds);
+    }
+    return this.grammars;
   }
 }

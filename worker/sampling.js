@@ -1,4 +1,6 @@
 // Whole-vocabulary next-token selection on typed arrays, parameterized from Python.
+
+import { applyBitmask } from "./grammar.js";
 // The same algorithm (and the same generator) as csi.backends.cpython, so a seeded request picks
 // the same tokens on both backends when their logits agree.
 
@@ -6,7 +8,8 @@
  * @typedef {{temperature: number, top_k: number, top_p: number, seed: number|null,
  *            repetition_penalty?: number, repetition_window?: number,
  *            frequency_penalty?: number, presence_penalty?: number,
- *            logit_bias?: Array<[number, number]>, logprobs?: boolean, top_logprobs?: number}} SamplingParams
+ *            logit_bias?: Array<[number, number]>, logprobs?: boolean, top_logprobs?: number,
+ *            grammar?: import("./grammar.js").GrammarSpec|null}} SamplingParams
  *
  * Order of the per-token math: repetition penalty (HF: divide positive logits, multiply negative
  * ones, over the last `repetition_window` tokens of the sequence, all of it when 0), frequency and
@@ -80,12 +83,13 @@ export function candidates(logits, p) {
     const picked = [];
     let mass = 0;
     for (let i = 0; i < n; i++) {
-      if (weights[i] >= threshold) {
+      if (weights[i] >= threshold && weights[i] > 0) {
         picked.push(i);
         mass += weights[i];
       }
     }
     const enough = k < n ? picked.length >= k : mass >= topP * total * (1 - 1e-12);
+    // (threshold 0 keeps every token of weight > 0: tokens a grammar ruled out never count)
     if (enough || threshold === 0) {
       ids = picked;
       break;
@@ -199,28 +203,76 @@ export function logprobs(logits, token, k) {
       }
     }
   }
-  return { logprob: logits[token] - lse, top: top.map(([i, v]) => [i, v - lse]) };
+  // tokens a grammar ruled out (-Infinity) are never among the alternatives
+  return { logprob: logits[token] - lse, top: top.filter(([, v]) => v > -Infinity).map(([i, v]) => [i, v - lse]) };
 }
 
-/** Per-request sampling state: parameters, generator, and counts of generated tokens. */
+/**
+ * @typedef {{token: number, logprob?: number, top?: Array<[number, number]>, grammarS?: number}} Choice
+ */
+
+/**
+ * Per-request sampling state: parameters, generator, counts of generated tokens, and the grammar
+ * matcher when the request is constrained.
+ */
 export class Sampler {
-  /** @param {SamplingParams} params */
-  constructor(params) {
+  /**
+   * @param {SamplingParams} params
+   * @param {import("./grammar.js").Grammars|null} [grammars] the model's, when `params.grammar` is set
+   */
+  constructor(params, grammars = null) {
     this.params = params;
     this.rng = makeRng(params.seed);
     /** @type {Map<number, number>} */
     this.counts = new Map();
+    this.grammars = params.grammar ? grammars : null;
+    /** @type {any} created on the first step */
+    this.matcher = null;
   }
 
-  /** Start another choice of the same request: counts restart, the generator goes on. */
+  get constrained() {
+    return this.grammars !== null;
+  }
+
+  /** Start another choice of the same request: counts and the grammar restart, the generator goes on. */
   nextChoice() {
     this.counts = new Map();
+    this.matcher?.reset();
+  }
+
+  dispose() {
+    this.matcher?.dispose();
+    this.matcher = null;
+  }
+
+  /**
+   * Choose the next token under the request's grammar: mask, then as `choose`, then feed the
+   * token to the matcher.
+   * @param {Float32Array} logits @param {number[]} sequence
+   * @returns {Promise<Choice>}
+   */
+  async chooseConstrained(logits, sequence) {
+    const grammars = /** @type {import("./grammar.js").Grammars} */ (this.grammars);
+    let started = performance.now();
+    if (!this.matcher) {
+      this.matcher = await grammars.matcher(/** @type {import("./grammar.js").GrammarSpec} */ (this.params.grammar));
+      started = performance.now(); // creating the matcher is part of grammar_init_s, not per token
+    }
+    const masked = applyBitmask(logits, await this.matcher.getNextTokenBitmask());
+    let spent = performance.now() - started;
+    const choice = this.choose(masked, sequence);
+    started = performance.now();
+    if (!this.matcher.acceptToken(choice.token)) {
+      throw new Error(`the grammar rejected token ${choice.token} it allowed`);
+    }
+    spent += performance.now() - started;
+    return { ...choice, grammarS: spent / 1000 };
   }
 
   /**
    * Choose the next token from the model's logits.
    * @param {Float32Array} logits @param {number[]} sequence
-   * @returns {{token: number, logprob?: number, top?: Array<[number, number]>}}
+   * @returns {Choice}
    */
   choose(logits, sequence) {
     const p = this.params;

@@ -13,3 +13,6 @@ declare module "*/vendor/transformers/transformers.js" {
 declare module "*/vendor/pyodide/pyodide.mjs" {
   export const loadPyodide: any;
 }
+
+// web-xgrammar's UMD bundle: imported for its side effect (it defines globalThis.xgrammar).
+declare module "*/vendor/xgrammar/index.js" {}

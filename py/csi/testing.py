@@ -3,7 +3,10 @@ feature), public as pharia-skill ships its ``StubCsi``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .core.backend import Embeddings, ModelInfo, ModelKind, ProgressFn, SamplingParams, StepResult, reusable_prefix
+from .core.grammar import Grammar, GrammarError
 
 EOS = 0
 
@@ -29,8 +32,15 @@ class ScriptedBackend:
     async def unload_model(self, model_id: str) -> None:
         pass
 
-    def apply_chat_template(self, model_id: str, messages: list[dict[str, str]]) -> list[int]:
+    def chat_template(self, model_id: str) -> str | None:
+        return None
+
+    def apply_chat_template(self, model_id: str, messages: list[dict[str, Any]],
+                            tools: list[dict[str, Any]] | None = None) -> list[int]:
         return [1] * sum(len(m["content"]) + 2 for m in messages)
+
+    async def compile_grammar(self, model_id: str, grammar: Grammar) -> float:
+        raise GrammarError("the scripted backend has no grammar compiler")
 
     def encode(self, model_id: str, text: str, add_special_tokens: bool = False) -> list[int]:
         return [1] * len(text)

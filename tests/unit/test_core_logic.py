@@ -178,7 +178,12 @@ def test_interrupt_and_cancel_end_with_abort_and_free_the_model():
         ({"messages": USER, "frequency_penalty": 2.5}, "frequency_penalty"),
         ({"messages": USER, "presence_penalty": -3}, "presence_penalty"),
         ({"messages": USER, "repetition_penalty": 0}, "repetition_penalty"),
-        ({"messages": USER, "tools": [{"type": "function"}]}, "tools"),
+        ({"messages": USER, "tools": [{"type": "function"}]}, "tools[0].function"),
+        ({"messages": USER, "tools": [{"type": "function", "function": {"name": "a b"}}]}, "tools[0].function.name"),
+        ({"messages": USER, "tool_choice": "required"}, "tool_choice"),
+        ({"messages": USER, "response_format": {"type": "json_schema"}}, "response_format.json_schema"),
+        ({"messages": USER, "response_format": {"type": "xml"}}, "response_format.type"),
+        ({"messages": USER, "response_format": {"type": "json_object", "schema": "{"}}, "response_format.schema"),
         ({"messages": USER, "stop": 5}, "stop"),
     ],
 )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import os
+import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from json import loads
 from pathlib import Path
@@ -20,6 +22,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import Tokenizer
 
 from ..core.backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult, reusable_prefix
+from ..core.grammar import Grammar, GrammarError, vocab_type
 from ..core.token_bytes import TokenBytes, build_token_bytes
 from ..errors import ModelLoadError
 
@@ -56,7 +59,8 @@ def candidates(logits: np.ndarray, p: SamplingParams) -> tuple[np.ndarray, np.nd
     z = logits.astype(np.float64)
     w = np.exp((z - z.max()) * (1.0 / p.temperature))
     order = np.lexsort((np.arange(len(w)), -w))  # by weight desc, then id asc
-    k = p.top_k if 0 < p.top_k < len(w) else len(w)
+    order = order[w[order] > 0]  # never a token a grammar ruled out (or too unlikely to weigh)
+    k = p.top_k if 0 < p.top_k < len(order) else len(order)
     ids = order[:k]
     kept = w[ids]
     if p.top_p < 1:
@@ -87,10 +91,12 @@ def process_logits(logits: np.ndarray, p: SamplingParams, sequence: list[int], c
 
 
 def token_logprobs(logits: np.ndarray, token: int, k: int) -> tuple[float, tuple[tuple[int, float], ...]]:
+    """Log-probability of ``token`` and the ``k`` most likely tokens (tokens a grammar ruled out,
+    at -inf, are never among them)."""
     z = logits.astype(np.float64)
     lse = z.max() + np.log(np.exp(z - z.max()).sum())
     top: np.ndarray | list[int] = np.lexsort((np.arange(len(z)), -z))[:k] if k else []
-    return float(z[token] - lse), tuple((int(i), float(z[i] - lse)) for i in top)
+    return float(z[token] - lse), tuple((int(i), float(z[i] - lse)) for i in top if np.isfinite(z[i]))
 
 
 def sample(logits: np.ndarray, p: SamplingParams, rng: Mulberry32) -> int:
@@ -111,6 +117,7 @@ class _Chat:
     tokenizer: Tokenizer
     session: ort.InferenceSession
     template: Any
+    chat_template: str | None
     special: dict[str, str]
     kv_heads: int
     head_dim: int
@@ -122,6 +129,58 @@ class _Chat:
     sampling: SamplingParams = field(default_factory=SamplingParams)
     rng: Mulberry32 = field(default_factory=lambda: Mulberry32(0))
     counts: dict[int, int] = field(default_factory=dict)
+    grammars: _Grammars | None = None
+    grammar_args: tuple[Path, int, list[int]] | None = None
+    matcher: Any = None
+
+
+GRAMMAR_CACHE_SIZE = 64
+
+
+class _Grammars:
+    """xgrammar for one model: its vocabulary, compiler and the compiled grammars (LRU)."""
+
+    def __init__(self, folder: Path, vocab_size: int, stop_ids: list[int]) -> None:
+        import xgrammar as xgr  # only when a grammar is asked for
+
+        self.xgr = xgr
+        spec = loads((folder / "tokenizer.json").read_text())
+        vocab = _vocab_list(spec)
+        kind, prepend = vocab_type(spec.get("decoder"))
+        info = xgr.TokenizerInfo(vocab, xgr.VocabType[kind.upper()], vocab_size=max(vocab_size, len(vocab)),
+                                 stop_token_ids=stop_ids, add_prefix_space=prepend)
+        self.vocab_size = info.vocab_size
+        self.compiler = xgr.GrammarCompiler(info, max_threads=1)
+        self.cache: OrderedDict[tuple[str, str], Any] = OrderedDict()
+
+    def compiled(self, grammar: Grammar) -> tuple[Any, float]:
+        key = (grammar.kind, grammar.source)
+        if key in self.cache:
+            self.cache.move_to_end(key)
+            return self.cache[key], 0.0
+        started = time.perf_counter()
+        try:
+            if grammar.kind == "json_schema":
+                out = self.compiler.compile_json_schema(grammar.source, any_whitespace=False, strict_mode=True)
+            elif grammar.kind == "ebnf":
+                out = self.compiler.compile_grammar(grammar.source)
+            else:
+                out = self.compiler.compile_structural_tag(grammar.source)
+        except (RuntimeError, ValueError, TypeError) as exc:
+            raise GrammarError(str(exc)) from None
+        self.cache[key] = out
+        if len(self.cache) > GRAMMAR_CACHE_SIZE:
+            self.cache.popitem(last=False)
+        return out, time.perf_counter() - started
+
+
+def apply_bitmask(logits: np.ndarray, bitmask: np.ndarray) -> np.ndarray:
+    """``logits`` with every token the packed ``bitmask`` rejects (and every id past it) at -inf."""
+    allowed = np.unpackbits(bitmask.view(np.uint8), bitorder="little").astype(bool)
+    out = np.full(len(logits), -np.inf, dtype=np.float32)
+    n = min(len(logits), len(allowed))
+    out[:n] = np.where(allowed[:n], logits[:n], np.float32(-np.inf))
+    return out
 
 
 @dataclass
@@ -154,7 +213,7 @@ class CPythonBackend:
             env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
             special = {k: v for k, v in tok_config.items() if k.endswith("_token") and isinstance(v, str)}
             names = [i.name for i in session.get_inputs()]
-            self._models[model_id] = _Chat(
+            chat = _Chat(
                 tokenizer=tokenizer, session=session,
                 template=env.from_string(tok_config["chat_template"]), special=special,
                 kv_heads=config.get("num_key_value_heads", config["num_attention_heads"]),
@@ -162,11 +221,14 @@ class CPythonBackend:
                 cache_inputs=[n for n in names if n.startswith("past_key_values.")],
                 uses_position_ids="position_ids" in names,
                 token_bytes=_token_bytes(folder / "tokenizer.json"),
+                chat_template=tok_config.get("chat_template"),
             )
+            self._models[model_id] = chat
             gen_path = folder / "generation_config.json"
             gen = loads(gen_path.read_text()) if gen_path.exists() else {}
             eos = [gen.get("eos_token_id"), config.get("eos_token_id")]
             eos_ids = sorted({e for x in eos for e in (x if isinstance(x, list) else [x]) if isinstance(e, int)})
+            chat.grammar_args = (folder, int(config.get("vocab_size", 0)), eos_ids)
             return ModelInfo(model_id, "chat", int(config.get("max_position_embeddings", 2048)),
                              tuple(eos_ids), int(config.get("vocab_size", 0)))
         max_len = int(tok_config.get("model_max_length", 512))
@@ -201,10 +263,21 @@ class CPythonBackend:
         assert isinstance(m, _Chat), f"{model_id} is not a chat model"
         return m
 
-    def apply_chat_template(self, model_id: str, messages: list[dict[str, str]]) -> list[int]:
+    def chat_template(self, model_id: str) -> str | None:
+        return self._chat(model_id).chat_template
+
+    def apply_chat_template(self, model_id: str, messages: list[dict[str, Any]],
+                            tools: list[dict[str, Any]] | None = None) -> list[int]:
         m = self._chat(model_id)
-        text = m.template.render(messages=messages, add_generation_prompt=True, **m.special)
+        text = m.template.render(messages=messages, tools=tools, add_generation_prompt=True, **m.special)
         return m.tokenizer.encode(text, add_special_tokens=False).ids
+
+    async def compile_grammar(self, model_id: str, grammar: Grammar) -> float:
+        m = self._chat(model_id)
+        if m.grammars is None:
+            assert m.grammar_args is not None
+            m.grammars = _Grammars(*m.grammar_args)
+        return m.grammars.compiled(grammar)[1]
 
     def encode(self, model_id: str, text: str, add_special_tokens: bool = False) -> list[int]:
         return self._chat(model_id).tokenizer.encode(text, add_special_tokens=add_special_tokens).ids
@@ -225,10 +298,17 @@ class CPythonBackend:
 
     def set_sampling(self, model_id: str, params: SamplingParams) -> None:
         m = self._chat(model_id)
-        m.sampling, m.rng, m.counts = params, Mulberry32(params.seed), {}
+        m.sampling, m.rng, m.counts, m.matcher = params, Mulberry32(params.seed), {}, None
+        if params.grammar is not None:
+            assert m.grammars is not None, "compile_grammar comes first"
+            compiled, _ = m.grammars.compiled(params.grammar)
+            m.matcher = m.grammars.xgr.GrammarMatcher(compiled)
 
     def next_choice(self, model_id: str) -> None:
-        self._chat(model_id).counts = {}
+        m = self._chat(model_id)
+        m.counts = {}
+        if m.matcher is not None:
+            m.matcher.reset()
 
     def forward(self, model_id: str, ids: list[int]) -> np.ndarray:
         """Run ``ids`` after the cache; keep the new cache; return the last position's logits."""
@@ -251,13 +331,27 @@ class CPythonBackend:
     async def step(self, model_id: str, ids: list[int]) -> StepResult:
         m = self._chat(model_id)
         p = m.sampling
-        processed = process_logits(self.forward(model_id, ids), p, m.sequence, m.counts)
+        logits = self.forward(model_id, ids)
+        grammar_s = 0.0
+        if m.matcher is not None:
+            started = time.perf_counter()
+            assert m.grammars is not None
+            bitmask = m.grammars.xgr.allocate_token_bitmask(1, m.grammars.vocab_size)
+            m.matcher.fill_next_token_bitmask(bitmask)
+            logits = apply_bitmask(logits, bitmask.numpy()[0])
+            grammar_s = time.perf_counter() - started
+        processed = process_logits(logits, p, m.sequence, m.counts)
         token = sample(processed, p, m.rng)
         m.counts[token] = m.counts.get(token, 0) + 1
+        if m.matcher is not None:
+            started = time.perf_counter()
+            if not m.matcher.accept_token(token):
+                raise RuntimeError(f"the grammar rejected token {token} it allowed")
+            grammar_s += time.perf_counter() - started
         if not p.logprobs:
-            return StepResult(token)
+            return StepResult(token, grammar_s=grammar_s)
         logprob, top = token_logprobs(processed, token, p.top_logprobs)
-        return StepResult(token, logprob, top)
+        return StepResult(token, logprob, top, grammar_s)
 
     async def embed(self, model_id: str, texts: list[str]) -> Embeddings:
         m = self._models[model_id]
@@ -273,6 +367,22 @@ class CPythonBackend:
         pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
         normed = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return Embeddings(vectors=normed.tolist(), prompt_tokens=int(mask.sum()), dims=normed.shape[1])
+
+
+def _vocab_list(spec: dict[str, Any]) -> list[str]:
+    """Every token string of a tokenizer.json by id, added tokens included ("" for holes)."""
+    vocab_spec = spec["model"]["vocab"]
+    if isinstance(vocab_spec, dict):
+        vocab = [""] * (max(vocab_spec.values(), default=-1) + 1)
+        for token, i in vocab_spec.items():
+            vocab[i] = token
+    else:
+        vocab = [piece for piece, _score in vocab_spec]
+    for t in spec.get("added_tokens", []):
+        if t["id"] >= len(vocab):
+            vocab += [""] * (t["id"] + 1 - len(vocab))
+        vocab[t["id"]] = t["content"]
+    return vocab
 
 
 def _token_bytes(path: Path) -> TokenBytes | None:

@@ -14,6 +14,7 @@ from typing import Any
 from pyodide.ffi import JsException, create_proxy, run_sync, to_js
 
 from ..core.backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult
+from ..core.grammar import Grammar, GrammarError, vocab_type
 from ..core.token_bytes import TokenBytes, build_token_bytes
 from ..errors import InternalError, ModelLoadError, ModelNotSupportedError, NotFoundError
 from ..index.store import Catalog, ChunkSet, Hit, IndexConfig, Key, ScoreQuery, StaleCatalogError, StoredDocument
@@ -97,17 +98,20 @@ class PyodideBackend:
         self._ticket = 0
         self._callbacks = (create_proxy(self._on_token), create_proxy(self._on_step_error))
         bridge.setStepCallbacks(*self._callbacks)
+        self._vocab_types: dict[str, tuple[str, bool]] = {}
+        self._eos: dict[str, tuple[int, ...]] = {}
 
-    def _on_token(self, ticket: int, token: int, logprobs: str | None = None) -> None:
+    def _on_token(self, ticket: int, token: int, logprobs: str | None = None, grammar_s: float | None = None) -> None:
         future = self._steps.pop(ticket, None)
         if future is None:
             return
         try:
+            spent = float(grammar_s) if isinstance(grammar_s, float | int) else 0.0
             if isinstance(logprobs, str):
                 logprob, top = loads(logprobs)
-                result = StepResult(int(token), logprob, tuple((int(i), lp) for i, lp in top))
+                result = StepResult(int(token), logprob, tuple((int(i), lp) for i, lp in top), spent)
             else:
-                result = StepResult(int(token))
+                result = StepResult(int(token), grammar_s=spent)
         except Exception as exc:  # noqa: BLE001 - a waiter must never be left hanging
             future._settle(None, InternalError(f"bad step result from the bridge: {exc}"))
             return
@@ -130,6 +134,7 @@ class PyodideBackend:
             raise ModelLoadError(f"could not load model {model_id!r}: {exc.message}", "model") from None
         finally:
             callback.destroy()
+        self._eos[model_id] = tuple(info["eos_token_ids"])
         return ModelInfo(
             model_id=model_id,
             kind=info["kind"],
@@ -141,8 +146,24 @@ class PyodideBackend:
     async def unload_model(self, model_id: str) -> None:
         await self._bridge.unloadModel(model_id)
 
-    def apply_chat_template(self, model_id: str, messages: list[dict[str, str]]) -> list[int]:
-        return self._bridge.applyChatTemplate(model_id, dumps(messages)).to_py().tolist()
+    def chat_template(self, model_id: str) -> str | None:
+        template = self._bridge.chatTemplate(model_id)
+        return template if isinstance(template, str) else None
+
+    def apply_chat_template(self, model_id: str, messages: list[dict[str, Any]],
+                            tools: list[dict[str, Any]] | None = None) -> list[int]:
+        tools_json = dumps(tools) if tools else None
+        return self._bridge.applyChatTemplate(model_id, dumps(messages), tools_json).to_py().tolist()
+
+    async def compile_grammar(self, model_id: str, grammar: Grammar) -> float:
+        if model_id not in self._vocab_types:
+            self._vocab_types[model_id] = vocab_type(loads(self._bridge.tokenTable(model_id))["decoder"])
+        kind, prepend = self._vocab_types[model_id]
+        try:
+            return float(await self._bridge.compileGrammar(
+                model_id, dumps(grammar.to_dict()), kind, prepend, dumps(list(self._eos.get(model_id, ())))))
+        except JsException as exc:
+            raise GrammarError(exc.message) from None
 
     def encode(self, model_id: str, text: str, add_special_tokens: bool = False) -> list[int]:
         return self._bridge.encode(model_id, text, add_special_tokens).to_py().tolist()

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from .grammar import Grammar
 from .request import SamplingParams
 from .token_bytes import TokenBytes
 
@@ -34,6 +35,8 @@ class StepResult:
     token: int
     logprob: float | None = None
     top: tuple[tuple[int, float], ...] = ()
+    grammar_s: float = 0.0
+    """Seconds this step spent on the grammar (mask, applying it, accepting the token)."""
 
 
 @dataclass
@@ -69,8 +72,19 @@ class Backend(Protocol):
 
     async def unload_model(self, model_id: str) -> None: ...
 
-    def apply_chat_template(self, model_id: str, messages: list[dict[str, str]]) -> list[int]:
-        """Token ids of ``messages`` rendered by the model's chat template, generation prompt added."""
+    def chat_template(self, model_id: str) -> str | None:
+        """The model's chat template (its source), if it has one."""
+        ...
+
+    def apply_chat_template(self, model_id: str, messages: list[dict[str, Any]],
+                            tools: list[dict[str, Any]] | None = None) -> list[int]:
+        """Token ids of ``messages`` (and ``tools``, OpenAI-shaped) rendered by the model's chat
+        template, generation prompt added."""
+        ...
+
+    async def compile_grammar(self, model_id: str, grammar: Grammar) -> float:
+        """Compile ``grammar`` for this model's vocabulary (xgrammar) unless it is cached; return
+        the seconds it took (0 when cached). Raise ``GrammarError`` with the compiler's message."""
         ...
 
     def encode(self, model_id: str, text: str, add_special_tokens: bool = False) -> list[int]:
@@ -92,11 +106,12 @@ class Backend(Protocol):
         ...
 
     def set_sampling(self, model_id: str, params: SamplingParams) -> None:
-        """Start a request: these parameters, a generator seeded anew, no tokens generated yet."""
+        """Start a request: these parameters, a generator seeded anew, no tokens generated yet; a
+        grammar (compiled before) starts matching from its beginning."""
         ...
 
     def next_choice(self, model_id: str) -> None:
-        """Start the next choice of the same request: generated-token counts restart."""
+        """Start the next choice of the same request: generated-token counts and the grammar restart."""
         ...
 
     async def step(self, model_id: str, ids: list[int]) -> StepResult:

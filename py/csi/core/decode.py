@@ -38,6 +38,10 @@ class GenerationStats:
     started: float = 0.0
     first_token_at: float = 0.0
     finished: float = 0.0
+    grammar_init_s: float | None = None
+    """Seconds to compile the request's grammar (``None``: no grammar; ~0 when it was cached)."""
+    grammar_s: float = 0.0
+    """Seconds the steps spent on the grammar."""
 
     def timings(self) -> dict[str, float]:
         """WebLLM's ``usage.extra`` figures (prefill counts only the tokens actually processed)."""
@@ -45,7 +49,11 @@ class GenerationStats:
         ttft = max(self.first_token_at - self.started, 1e-9)
         decode_time = max(self.finished - self.first_token_at, 1e-9)
         decoded = max(self.completion_tokens - 1, 0)
-        return {
+        grammar = {} if self.grammar_init_s is None else {
+            "grammar_init_s": self.grammar_init_s,
+            "grammar_per_token_s": self.grammar_s / max(self.completion_tokens, 1),
+        }
+        return grammar | {
             "e2e_latency_s": e2e,
             "prefill_tokens_per_s": (self.prompt_tokens - self.cached_tokens) / ttft,
             "decode_tokens_per_s": decoded / decode_time if decoded else 0.0,
@@ -91,6 +99,7 @@ async def decode(
             finish = "abort"
             break
         result = await backend.step(model.model_id, feed)
+        stats.grammar_s += result.grammar_s
         if not stats.first_token_at:
             stats.first_token_at = time.perf_counter()
         if result.token in eos:

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import ContextWindowExceededError, InvalidInputError, ModelNotSupportedError
 from .backend import Backend, Embeddings, ModelInfo, ProgressFn, StepResult
 from .decode import FinishReason, GenerationStats, TextDelta, decode
-from .request import GenerationParams, GenerationRequest
+from .grammar import GrammarError, compiler_message
+from .request import GenerationParams, GenerationRequest, Tool
 from .token_bytes import TokenBytes
+from .tools import ToolCallParser, ToolFormat, detect_format, template_messages, tool_grammar
 
 
 @dataclass
@@ -57,13 +60,23 @@ class Generation:
     """
 
     def __init__(self, engine: Engine, model: ModelInfo, prompt_ids: list[int], params: GenerationParams,
-                 n: int, request_id: str | None) -> None:
+                 n: int, request_id: str | None, tools: tuple[Tool, ...] = (),
+                 tool_format: ToolFormat | None = None) -> None:
         self._engine = engine
         self.model = model
         self.prompt_ids = prompt_ids
         self.params = params
         self.n = n
         self.request_id = request_id
+        self.tools = tools
+        self.tool_format = tool_format
+        """Set when the reply may hold tool calls (tools given, ``tool_choice`` not ``none``)."""
+
+    def tool_parser(self) -> ToolCallParser | None:
+        """A parser for one choice's text, when the reply may hold tool calls."""
+        if self.tool_format is None:
+            return None
+        return ToolCallParser(self.tools, self.tool_format)
 
     def token_bytes(self, token: int) -> bytes:
         """The bytes of one token of this model (for log-probabilities)."""
@@ -200,13 +213,25 @@ class Engine:
         """Accept ``request``: resolve the model, check the parameters against it, render the prompt
         and check it against the context window. Iterate the result to run it."""
         model = self.resolve_model(request.model, "chat")
-        for token, _ in request.params.sampling.logit_bias:
+        params = request.params
+        for token, _ in params.sampling.logit_bias:
             if not 0 <= token < max(model.vocab_size, 1):
                 raise InvalidInputError(f"`logit_bias` names token {token}, outside the vocabulary", "logit_bias")
+        tool_format = None
         if request.messages is not None:
             field_name = "messages"
-            ids = self._backend.apply_chat_template(
-                model.model_id, [{"role": role, "content": content} for role, content in request.messages])
+            fmt = detect_format(self._backend.chat_template(model.model_id))
+            calling = request.tools and request.tool_choice != "none"
+            messages, tools = template_messages(request.messages, request.tools if calling else (), fmt)
+            ids = self._backend.apply_chat_template(model.model_id, messages, tools)
+            if calling:
+                if params.sampling.grammar is not None:
+                    raise InvalidInputError("`response_format` cannot constrain a reply that may call tools; "
+                                            "set `tool_choice` to \"none\" or leave `response_format` out",
+                                            "response_format")
+                tool_format = fmt
+                grammar = tool_grammar(request.tools, request.tool_choice, request.parallel_tool_calls, fmt)
+                params = replace(params, sampling=replace(params.sampling, grammar=grammar))
         else:
             field_name = "prompt"
             ids = self._backend.encode(model.model_id, request.prompt or "", add_special_tokens=True)
@@ -216,7 +241,19 @@ class Engine:
                 f"holds {model.context_length}", field_name)
         if not ids:
             raise InvalidInputError("the prompt is empty", field_name)
-        return Generation(self, model, ids, request.params, request.n, request_id)
+        if params.sampling.grammar is not None:
+            # the grammar decides where the reply ends: stop strings could cut it short
+            params = replace(params, stop=(), ignore_eos=False)
+        return Generation(self, model, ids, params, request.n, request_id, request.tools, tool_format)
+
+    async def _compile(self, gen: Generation) -> float:
+        grammar = gen.params.sampling.grammar
+        if grammar is None:
+            return 0.0
+        try:
+            return await self._backend.compile_grammar(gen.model.model_id, grammar)
+        except GrammarError as exc:
+            raise InvalidInputError(compiler_message(str(exc)), grammar.param) from None
 
     async def _run(self, gen: Generation) -> AsyncIterator[ChoiceEvent]:
         """Generate ``gen.n`` choices, one after the other, under the model's lock.
@@ -235,11 +272,14 @@ class Engine:
                 def cancelled() -> bool:
                     return self._interrupt_epoch != epoch or key in self._aborted
 
+                started = time.perf_counter()
+                await self._compile(gen)
+                grammar_init_s = time.perf_counter() - started if gen.params.sampling.grammar else None
                 self._backend.set_sampling(model.model_id, gen.params.sampling)
                 for index in range(n):
                     if index:
                         self._backend.next_choice(model.model_id)
-                    stats = GenerationStats()
+                    stats = GenerationStats(grammar_init_s=grammar_init_s if index == 0 else None)
                     async for delta in decode(self._backend, model, gen.prompt_ids, gen.params, stats, cancelled,
                                               self._token_bytes.get(model.model_id)):
                         yield ChoiceEvent(index, delta, stats)

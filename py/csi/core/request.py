@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from .grammar import Grammar
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,9 @@ class SamplingParams:
     logit_bias: tuple[tuple[int, float], ...] = ()
     logprobs: bool = False
     top_logprobs: int = 0
+    grammar: Grammar | None = None
+    """Every token must keep the output a prefix of this grammar's language (masked before the
+    penalties); the compiled grammar comes from ``Backend.compile_grammar``."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +47,7 @@ class SamplingParams:
             "logit_bias": [list(b) for b in self.logit_bias],
             "logprobs": self.logprobs,
             "top_logprobs": self.top_logprobs,
+            "grammar": self.grammar.to_dict() if self.grammar else None,
         }
 
 
@@ -58,20 +64,64 @@ class GenerationParams:
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """A call an assistant made: ``arguments`` is the JSON text the model wrote."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One turn: ``tool_calls`` on assistant turns, ``tool_call_id`` on tool results."""
+
+    role: str
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A function the model may call; ``parameters`` is its arguments' JSON Schema."""
+
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ForcedTool:
+    """A ``tool_choice`` that names the one tool to call."""
+
+    name: str
+
+
+ToolChoice = Literal["none", "auto", "required"] | ForcedTool
+
+
+@dataclass(frozen=True)
 class GenerationRequest:
     """A prompt for a chat model: ``messages`` (rendered by the model's chat template) or a raw
     ``prompt`` (encoded with the tokenizer's special tokens), never both.
 
     ``model=None`` asks for the one chat model loaded. Errors about the request name these fields:
     ``model``, ``messages`` or ``prompt`` (too long, empty), ``logit_bias`` (outside the vocabulary).
+
+    ``tools`` are rendered by the model's chat template (or, for a template that knows none, by
+    ``csi.core.tools``); ``tool_choice`` other than ``none`` constrains the reply with a grammar,
+    which then takes the place of ``params.sampling.grammar``.
     """
 
     model: str | None
     params: GenerationParams = field(default_factory=GenerationParams)
-    messages: tuple[tuple[str, str], ...] | None = None
-    """(role, content) pairs."""
+    messages: tuple[ChatMessage, ...] | None = None
     prompt: str | None = None
     n: int = 1
+    tools: tuple[Tool, ...] = ()
+    tool_choice: ToolChoice = "auto"
+    parallel_tool_calls: bool = True
 
     def __post_init__(self) -> None:
         if (self.messages is None) == (self.prompt is None):

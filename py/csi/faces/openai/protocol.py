@@ -7,12 +7,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, model_serializer
 
 from ...core.decode import FinishReason
-from ...core.request import GenerationParams, GenerationRequest, SamplingParams
+from ...core.request import ChatMessage, GenerationParams, GenerationRequest, SamplingParams, ToolCall
 from ...errors import InvalidInputError
 from ...wire import Strict
+from .structured import ChatCompletionTool, ResponseFormat, ToolChoiceOption, engine_tools
 
-# Fields of seed 004 that a later issue implements; until then refused, never ignored.
-_NOT_YET = ("tools", "tool_choice", "response_format")
+ChatFinishReason = FinishReason | Literal["tool_calls"]
 
 
 # ---- request ---------------------------------------------------------------------------------
@@ -45,10 +45,22 @@ class UserMessage(Strict):
     name: str | None = None
 
 
+class ToolCallFunction(Strict):
+    name: str
+    arguments: str
+
+
+class MessageToolCall(Strict):
+    id: str
+    type: Literal["function"]
+    function: ToolCallFunction
+
+
 class AssistantMessage(Strict):
     role: Literal["assistant"]
     content: Content | None = None
     name: str | None = None
+    tool_calls: list[MessageToolCall] | None = None
 
 
 class ToolMessage(Strict):
@@ -87,18 +99,16 @@ class ChatCompletionRequest(Strict):
     top_logprobs: Annotated[int, Field(ge=0, le=20)] | None = None
     seed: int | None = None
     ignore_eos: bool | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: Any = None
-    response_format: dict[str, Any] | None = None
+    tools: list[ChatCompletionTool] | None = None
+    tool_choice: ToolChoiceOption | None = None
+    parallel_tool_calls: bool | None = None
+    response_format: ResponseFormat | None = None
     user: str | None = None
     return_token_ids: bool | None = None
     """Extension (as vLLM's): also return prompt and completion token ids."""
 
     def check(self) -> None:
         """WebLLM's rules beyond the field types."""
-        for name in _NOT_YET:
-            if getattr(self, name) not in (None, False):
-                raise InvalidInputError(f"`{name}` is not supported yet", name)
         _check_common(self)
         if self.top_logprobs is not None and not self.logprobs:
             raise InvalidInputError("`top_logprobs` needs `logprobs: true`", "top_logprobs")
@@ -107,9 +117,21 @@ class ChatCompletionRequest(Strict):
 
     def to_generation_request(self) -> GenerationRequest:
         """Chat defaults to the rest of the window for ``max_tokens``."""
+        tools, choice = engine_tools(self.tools, self.tool_choice)
         return GenerationRequest(
-            model=self.model, messages=tuple((m.role, _text_of(m.content)) for m in self.messages),
-            params=_generation_params(self, self.top_logprobs or 0, self.max_tokens), n=self.n or 1)
+            model=self.model, messages=tuple(_message(m) for m in self.messages),
+            params=_generation_params(self, self.top_logprobs or 0, self.max_tokens), n=self.n or 1,
+            tools=tools, tool_choice=choice,
+            parallel_tool_calls=self.parallel_tool_calls is not False)
+
+
+def _message(m: SystemMessage | UserMessage | AssistantMessage | ToolMessage) -> ChatMessage:
+    if isinstance(m, AssistantMessage):
+        calls = tuple(ToolCall(c.id, c.function.name, c.function.arguments) for c in m.tool_calls or [])
+        return ChatMessage("assistant", _text_of(m.content) if m.content is not None else None, calls)
+    if isinstance(m, ToolMessage):
+        return ChatMessage("tool", _text_of(m.content), tool_call_id=m.tool_call_id)
+    return ChatMessage(m.role, _text_of(m.content))
 
 
 class CompletionRequest(Strict):
@@ -137,6 +159,8 @@ class CompletionRequest(Strict):
     best_of: None = None
     user: str | None = None
     return_token_ids: bool | None = None
+    response_format: ResponseFormat | None = None
+    """Extension: constrain the completion as chat's ``response_format`` does."""
 
     def check(self) -> None:
         _check_common(self)
@@ -179,6 +203,7 @@ def _generation_params(req: ChatCompletionRequest | CompletionRequest, top_logpr
             logit_bias=tuple((int(k), float(v)) for k, v in (req.logit_bias or {}).items()),
             logprobs=req.logprobs is not None and req.logprobs is not False,
             top_logprobs=top_logprobs,
+            grammar=req.response_format.to_grammar() if req.response_format else None,
         ),
         max_tokens=max_tokens,
         stop=tuple(stop_list(req.stop)),
@@ -220,6 +245,12 @@ class UsageExtra(BaseModel):
     decode_tokens_per_s: float
     time_to_first_token_s: float
     time_per_output_token_s: float
+    grammar_init_s: float | None = None
+    grammar_per_token_s: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_no_grammar(self, handler: Any) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if not (k.startswith("grammar") and v is None)}
 
 
 class PromptTokensDetails(BaseModel):
@@ -252,15 +283,31 @@ class ChoiceLogprobs(BaseModel):
     content: list[TokenLogprob] | None
 
 
+class FunctionCall(BaseModel):
+    name: str
+    arguments: str
+
+
+class ToolCallOut(BaseModel):
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
 class ChatCompletionMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
     content: str | None
+    tool_calls: list[ToolCallOut] | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_no_calls(self, handler: Any) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if not (k == "tool_calls" and v is None)}
 
 
 class Choice(_WithExtensions):
     index: int
     message: ChatCompletionMessage
-    finish_reason: FinishReason
+    finish_reason: ChatFinishReason
     logprobs: ChoiceLogprobs | None = None
     token_ids: list[int] | None = None
 
@@ -276,9 +323,32 @@ class ChatCompletion(_WithExtensions):
     prompt_token_ids: list[int] | None = None
 
 
+class FunctionCallDelta(BaseModel):
+    name: str | None = None
+    arguments: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_unset(self, handler: Any) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+class ToolCallDelta(BaseModel):
+    """A call as it streams: ``id``, ``type`` and the name first, then ``arguments`` in pieces."""
+
+    index: int
+    id: str | None = None
+    type: Literal["function"] | None = None
+    function: FunctionCallDelta
+
+    @model_serializer(mode="wrap")
+    def _drop_unset(self, handler: Any) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
 class Delta(BaseModel):
     role: Literal["assistant"] | None = None
     content: str | None = None
+    tool_calls: list[ToolCallDelta] | None = None
 
     @model_serializer(mode="wrap")
     def _drop_unset(self, handler: Any) -> dict[str, Any]:
@@ -288,7 +358,7 @@ class Delta(BaseModel):
 class ChunkChoice(_WithExtensions):
     index: int
     delta: Delta
-    finish_reason: FinishReason | None = None
+    finish_reason: ChatFinishReason | None = None
     logprobs: ChoiceLogprobs | None = None
     token_ids: list[int] | None = None
 

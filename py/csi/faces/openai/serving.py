@@ -13,12 +13,14 @@ from typing import Any
 
 from ...core.decode import GenerationStats, TextDelta
 from ...core.engine import ChoiceEvent, Engine, Generation
+from ...core.tools import ArgumentsPiece, CallStart, TextPiece, ToolCallParser, ToolEvent
 from ...wire import parse_request
 from .protocol import (
     ChatCompletion,
     ChatCompletionChunk,
     ChatCompletionMessage,
     ChatCompletionRequest,
+    ChatFinishReason,
     Choice,
     ChoiceLogprobs,
     ChunkChoice,
@@ -32,8 +34,12 @@ from .protocol import (
     EmbeddingData,
     EmbeddingRequest,
     EmbeddingUsage,
+    FunctionCall,
+    FunctionCallDelta,
     PromptTokensDetails,
     TokenLogprob,
+    ToolCallDelta,
+    ToolCallOut,
     TopLogprob,
     UsageExtra,
 )
@@ -85,6 +91,29 @@ def _chat_logprobs(gen: Generation, delta: TextDelta) -> list[TokenLogprob]:
     return out
 
 
+def _delta(events: list[ToolEvent]) -> Delta:
+    """One chunk's delta from what the tool-call parser let through."""
+    text = "".join(e.text for e in events if isinstance(e, TextPiece))
+    calls: list[ToolCallDelta] = []
+    for e in events:
+        if isinstance(e, CallStart):
+            calls.append(ToolCallDelta(index=e.index, id=e.id, type="function",
+                                       function=FunctionCallDelta(name=e.name, arguments="")))
+        elif isinstance(e, ArgumentsPiece):
+            if calls and calls[-1].index == e.index:
+                calls[-1].function.arguments = (calls[-1].function.arguments or "") + e.text
+            else:
+                calls.append(ToolCallDelta(index=e.index, function=FunctionCallDelta(arguments=e.text)))
+    return Delta(role="assistant", content=text or None, tool_calls=calls or None)
+
+
+def _finish(stats: GenerationStats, parser: ToolCallParser | None) -> ChatFinishReason:
+    assert stats.finish_reason is not None
+    if parser is not None and parser.calls and stats.finish_reason == "stop":
+        return "tool_calls"
+    return stats.finish_reason
+
+
 def _chat_generation(engine: Engine, request: Any, request_id: str | None) -> tuple[ChatCompletionRequest, Generation]:
     req = parse_request(ChatCompletionRequest, request)
     req.check()
@@ -107,15 +136,24 @@ async def chat_completion_stream(
     def chunk(choices: list[ChunkChoice], use: CompletionUsage | None = None) -> ChatCompletionChunk:
         return ChatCompletionChunk(id=chunk_id, created=created, model=gen.model.model_id, choices=choices, usage=use)
 
+    parsers = {i: gen.tool_parser() for i in range(gen.n)}
     async for event in gen:
+        parser = parsers[event.index]
         if event.delta is not None:
             d = event.delta
+            delta = Delta(role="assistant", content=d.text) if parser is None else _delta(list(parser.push(d.text)))
+            if delta.content is None and delta.tool_calls is None and not (with_logprobs or with_ids):
+                continue  # held back until it is clear whether a tool call begins
             logprobs = ChoiceLogprobs(content=_chat_logprobs(gen, d)) if with_logprobs else None
-            yield chunk([ChunkChoice(index=event.index, delta=Delta(role="assistant", content=d.text),
+            yield chunk([ChunkChoice(index=event.index, delta=delta,
                                      logprobs=logprobs, token_ids=d.token_ids if with_ids else None)])
             continue
+        if parser is not None:
+            rest = _delta(list(parser.flush()))
+            if rest.content is not None or rest.tool_calls is not None:
+                yield chunk([ChunkChoice(index=event.index, delta=rest)])
         finished.add(event)
-        done = chunk([ChunkChoice(index=event.index, delta=Delta(), finish_reason=event.stats.finish_reason,
+        done = chunk([ChunkChoice(index=event.index, delta=Delta(), finish_reason=_finish(event.stats, parser),
                                   token_ids=[] if with_ids else None)])
         if event.index == gen.n - 1 and not include_usage:
             done.usage = finished.usage()
@@ -136,13 +174,28 @@ async def chat_completion(engine: Engine, request: Any, request_id: str | None =
         id="chatcmpl-" + secrets.token_hex(12), created=int(time.time()), model=gen.model.model_id,
         usage=usage([r.stats for r in results]), prompt_token_ids=gen.prompt_ids if with_ids else None,
         choices=[
-            Choice(index=i, message=ChatCompletionMessage(content=r.text), finish_reason=r.finish_reason,
+            Choice(index=i, message=message, finish_reason=_finish(r.stats, parser),
                    logprobs=ChoiceLogprobs(content=[lp for d in r.deltas for lp in _chat_logprobs(gen, d)])
                    if with_logprobs else None,
                    token_ids=r.token_ids if with_ids else None)
             for i, r in enumerate(results)
+            for message, parser in [_message(gen, r.text)]
         ],
     )
+
+
+def _message(gen: Generation, text: str) -> tuple[ChatCompletionMessage, ToolCallParser | None]:
+    """The whole reply: its text, or (when tools were called) the calls and any text around them."""
+    parser = gen.tool_parser()
+    if parser is None:
+        return ChatCompletionMessage(content=text), None
+    events = [*parser.push(text), *parser.flush()]
+    content = "".join(e.text for e in events if isinstance(e, TextPiece))
+    calls = [ToolCallOut(id=cid, function=FunctionCall(name=name, arguments=args))
+             for cid, name, args in parser.tool_calls()]
+    if not calls:
+        return ChatCompletionMessage(content=content), parser
+    return ChatCompletionMessage(content=content.strip() or None, tool_calls=calls), parser
 
 
 async def create_chat_completion(

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from ...core.engine import ChoiceResult, Engine, Generation
-from ...core.request import GenerationParams, GenerationRequest, SamplingParams
+from ...core.request import ChatMessage, GenerationParams, GenerationRequest, SamplingParams
 from ...errors import blame
 from ...wire import Strict, parse_batch
 
@@ -82,7 +82,7 @@ class ChatRequest(Strict):
     params: ChatParams
 
     def to_generation_request(self) -> GenerationRequest:
-        return GenerationRequest(model=self.model, messages=tuple((m.role, m.content) for m in self.messages),
+        return GenerationRequest(model=self.model, messages=tuple(ChatMessage(m.role, m.content) for m in self.messages),
                                  params=_generation_params(self.params))
 
 

@@ -1,0 +1,163 @@
+"""What constrains a generation: a grammar the backend compiles (xgrammar on both backends) and
+applies to every token's logits. Pure data and checks; no compiler here."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from json import dumps
+from typing import Any, Literal
+
+GrammarKind = Literal["json_schema", "ebnf", "structural_tag"]
+
+
+class GrammarError(Exception):
+    """The backend's grammar compiler refused a grammar; the message is the compiler's."""
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A grammar for the backend to compile: a JSON Schema (compiled compact: ``", "`` and ``": "``
+    separators and no other whitespace, so JSON can never spin on whitespace), an EBNF in
+    xgrammar's dialect (root rule ``root``), or an xgrammar structural tag as JSON.
+
+    ``param`` is the request field an error about it names.
+    """
+
+    kind: GrammarKind
+    source: str
+    param: str = "response_format"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "source": self.source}
+
+
+def regex_grammar(pattern: str, param: str) -> Grammar:
+    """A grammar for a regular expression (xgrammar's regex dialect), through a structural tag."""
+    return structural_tag_grammar({"type": "regex", "pattern": pattern}, param)
+
+
+def structural_tag_grammar(format_: dict[str, Any], param: str) -> Grammar:
+    return Grammar("structural_tag", dumps({"type": "structural_tag", "format": format_}), param)
+
+
+_COMPILER_NOISE = re.compile(r"^(\[[\d:]+\] )?\S+\.cc:\d+: (Check failed: \(.*?\) is false: )?")
+
+
+def compiler_message(raw: str) -> str:
+    """The compiler's message without its source location and assertion text."""
+    lines = [line for line in raw.strip().splitlines() if line.strip()]
+    first = lines[0] if lines else raw
+    return _COMPILER_NOISE.sub("", first.replace("[FATAL] ", "")).strip() or "the grammar does not compile"
+
+
+def vocab_type(decoder: dict[str, Any] | None) -> tuple[str, bool]:
+    """xgrammar's vocabulary type for a tokenizer.json decoder, and whether the tokenizer prepends a
+    space: byte-level BPE, SentencePiece with byte fallback, or raw strings."""
+    parts = [decoder] if decoder and decoder.get("type") != "Sequence" else list((decoder or {}).get("decoders", []))
+    kinds = {p.get("type") for p in parts}
+    if "ByteLevel" in kinds:
+        return "byte_level", False
+    if "ByteFallback" in kinds:
+        prepend = any(p.get("type") == "Strip" and p.get("start", 0) > 0 for p in parts)
+        return "byte_fallback", prepend
+    return "raw", False
+
+
+# ---- JSON Schema support --------------------------------------------------------------------
+
+# Keywords xgrammar's JSON Schema converter (0.1.27) enforces. Anything else that would constrain
+# the value is refused rather than silently dropped; annotations are accepted.
+_ENFORCED = {
+    "type", "properties", "required", "additionalProperties", "items", "prefixItems", "enum", "const",
+    "anyOf", "oneOf", "allOf", "$ref", "$defs", "definitions", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "minLength", "maxLength", "pattern", "format", "minItems", "maxItems",
+    "minProperties", "maxProperties", "patternProperties", "propertyNames", "unevaluatedProperties",
+    "unevaluatedItems", "multipleOf",
+}
+_ANNOTATIONS = {
+    "title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
+    "readOnly", "writeOnly", "strict", "name", "contentMediaType", "contentEncoding",
+}
+_FORMATS = {
+    "email", "date", "time", "date-time", "duration", "ipv4", "ipv6", "hostname", "uuid", "uri",
+    "uri-reference", "uri-template", "json-pointer", "relative-json-pointer",
+}
+_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
+
+
+class SchemaError(ValueError):
+    """A schema the grammar compiler cannot enforce; ``path`` is where (dotted, relative)."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def check_schema(schema: Any) -> None:
+    """Refuse what xgrammar would not enforce: unknown keywords, ``not``, conditionals, unknown
+    formats, unresolvable ``$ref``s. Raise ``SchemaError`` naming the keyword's path."""
+    if not isinstance(schema, dict | bool):
+        raise SchemaError("a JSON Schema is an object (or a boolean)", "")
+    _check_node(schema, "", schema)
+
+
+def _join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def _check_node(node: Any, path: str, root: Any) -> None:
+    if isinstance(node, bool):
+        return
+    if not isinstance(node, dict):
+        raise SchemaError("a subschema must be an object or a boolean", path)
+    for key, value in node.items():
+        here = _join(path, key)
+        if key in _ANNOTATIONS:
+            continue
+        if key not in _ENFORCED:
+            raise SchemaError(f"the JSON Schema keyword `{key}` cannot be enforced by the grammar", here)
+        if key == "type":
+            kinds = value if isinstance(value, list) else [value]
+            if not kinds or not all(isinstance(k, str) and k in _TYPES for k in kinds):
+                raise SchemaError(f"unknown type {value!r}", here)
+        elif key == "format":
+            if value not in _FORMATS:
+                raise SchemaError(f"the format {value!r} cannot be enforced by the grammar", here)
+        elif key in ("properties", "patternProperties", "$defs", "definitions"):
+            if not isinstance(value, dict):
+                raise SchemaError(f"`{key}` must be an object", here)
+            for name, sub in value.items():
+                _check_node(sub, _join(here, name), root)
+        elif key in ("items", "additionalProperties", "propertyNames", "unevaluatedProperties",
+                     "unevaluatedItems"):
+            _check_node(value, here, root)
+        elif key in ("prefixItems", "anyOf", "oneOf", "allOf"):
+            if not isinstance(value, list) or not value:
+                raise SchemaError(f"`{key}` must be a non-empty array", here)
+            if key == "allOf" and len(value) > 1:
+                raise SchemaError("`allOf` with more than one subschema cannot be enforced by the grammar", here)
+            for i, sub in enumerate(value):
+                _check_node(sub, _join(here, i), root)
+        elif key == "$ref":
+            _resolve(value, root, here)
+        elif key == "required":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise SchemaError("`required` must be an array of strings", here)
+        elif key == "pattern" and not isinstance(value, str):
+            raise SchemaError("`pattern` must be a string", here)
+        elif key == "enum" and (not isinstance(value, list) or not value):
+            raise SchemaError("`enum` must be a non-empty array", here)
+
+
+def _resolve(ref: Any, root: Any, path: str) -> None:
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        raise SchemaError(f"only local `$ref`s (\"#/...\") can be enforced; got {ref!r}", path)
+    node = root
+    for part in [p for p in ref[1:].split("/") if p]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or part not in node:
+            raise SchemaError(f"`$ref` {ref!r} does not resolve", path)
+        node = node[part]
