@@ -9,6 +9,7 @@ import {
   pipeline,
 } from "../vendor/transformers/transformers.js";
 import { ChatModel } from "./chat_model.js";
+import { jsonSchemaToEBNF } from "./grammar.js";
 import { configureRuntime } from "./runtime_env.js";
 import { Sampler } from "./sampling.js";
 
@@ -230,6 +231,11 @@ export class Bridge {
    */
   reusePrefix(id, ids) {
     return this.chat(id).reusePrefix(ids);
+  }
+
+  /** A JSON Schema as compact EBNF (for structural tags). @param {string} schemaJson */
+  jsonSchemaToEBNF(schemaJson) {
+    return jsonSchemaToEBNF(schemaJson);
   }
 
   /** @param {string} id @param {string} paramsJson SamplingParams as JSON: a new request */

@@ -3,7 +3,11 @@
 // cached per grammar (LRU), and matchers that give each step's token bitmask.
 // Python decides what is constrained (csi.core.grammar); this only compiles and matches.
 
-/** @typedef {{kind: "json_schema"|"ebnf"|"structural_tag", source: string}} GrammarSpec */
+/**
+ * @typedef {{kind: "json_schema"|"ebnf"|"structural_tag", source: string, compiled_source?: string}} GrammarSpec
+ * `compiled_source`: what to compile when it differs from `source` (a structural tag whose JSON
+ * formats Python made compact); the cache key is `source`.
+ */
 
 const CACHE_SIZE = 64;
 
@@ -35,6 +39,25 @@ function xgrammar() {
 function compilerMessage(err) {
   const said = (printed ?? []).filter((line) => !line.startsWith("Aborted("));
   return said.length ? said.join("\n") : String(/** @type {any} */ (err)?.message ?? err);
+}
+
+/**
+ * A JSON Schema as compact EBNF (", " and ": ", no other whitespace), as the CPython backend.
+ * @param {string} schema
+ */
+export async function jsonSchemaToEBNF(schema) {
+  const xgr = await xgrammar();
+  printed = [];
+  try {
+    const grammar = await xgr.Grammar.fromJSONSchema(schema, false, undefined, undefined, true);
+    const text = grammar.toString();
+    grammar.dispose();
+    return text;
+  } catch (err) {
+    throw new Error(compilerMessage(err));
+  } finally {
+    printed = null;
+  }
 }
 
 export class Grammars {
@@ -89,7 +112,7 @@ export class Grammars {
       } else if (spec.kind === "ebnf") {
         compiled = await compiler.compileGrammar(spec.source);
       } else {
-        compiled = await compiler.compileStructuralTag(spec.source);
+        compiled = await compiler.compileStructuralTag(spec.compiled_source ?? spec.source);
       }
     } catch (err) {
       throw new Error(compilerMessage(err));

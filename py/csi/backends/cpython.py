@@ -12,7 +12,7 @@ import os
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from json import loads
+from json import dumps, loads
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import Tokenizer
 
 from ..core.backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult, reusable_prefix
-from ..core.grammar import Grammar, GrammarError, vocab_type
+from ..core.grammar import Grammar, GrammarError, compact_json_formats, vocab_type
 from ..core.token_bytes import TokenBytes, build_token_bytes
 from ..errors import ModelLoadError
 
@@ -153,6 +153,10 @@ class _Grammars:
         self.compiler = xgr.GrammarCompiler(info, max_threads=1)
         self.cache: OrderedDict[tuple[str, str], Any] = OrderedDict()
 
+    def json_ebnf(self, schema: Any) -> str:
+        """A JSON Schema as compact EBNF (the form ``compile_json_schema`` is given)."""
+        return str(self.xgr.Grammar.from_json_schema(dumps(schema), any_whitespace=False, strict_mode=True))
+
     def compiled(self, grammar: Grammar) -> tuple[Any, float]:
         key = (grammar.kind, grammar.source)
         if key in self.cache:
@@ -165,7 +169,8 @@ class _Grammars:
             elif grammar.kind == "ebnf":
                 out = self.compiler.compile_grammar(grammar.source)
             else:
-                out = self.compiler.compile_structural_tag(grammar.source)
+                tag = compact_json_formats(loads(grammar.source), self.json_ebnf)
+                out = self.compiler.compile_structural_tag(dumps(tag))
         except (RuntimeError, ValueError, TypeError) as exc:
             raise GrammarError(str(exc)) from None
         self.cache[key] = out

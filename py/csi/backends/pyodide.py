@@ -14,7 +14,7 @@ from typing import Any
 from pyodide.ffi import JsException, create_proxy, run_sync, to_js
 
 from ..core.backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult
-from ..core.grammar import Grammar, GrammarError, vocab_type
+from ..core.grammar import Grammar, GrammarError, compact_json_formats, json_formats, vocab_type
 from ..core.token_bytes import TokenBytes, build_token_bytes
 from ..errors import InternalError, ModelLoadError, ModelNotSupportedError, NotFoundError
 from ..index.store import Catalog, ChunkSet, Hit, IndexConfig, Key, ScoreQuery, StaleCatalogError, StoredDocument
@@ -160,8 +160,13 @@ class PyodideBackend:
             self._vocab_types[model_id] = vocab_type(loads(self._bridge.tokenTable(model_id))["decoder"])
         kind, prepend = self._vocab_types[model_id]
         try:
+            spec = grammar.to_dict()
+            if grammar.kind == "structural_tag":
+                tag = loads(grammar.source)
+                ebnf = {dumps(s): str(await self._bridge.jsonSchemaToEBNF(dumps(s))) for s in json_formats(tag)}
+                spec["compiled_source"] = dumps(compact_json_formats(tag, lambda s: ebnf[dumps(s)]))
             return float(await self._bridge.compileGrammar(
-                model_id, dumps(grammar.to_dict()), kind, prepend, dumps(list(self._eos.get(model_id, ())))))
+                model_id, dumps(spec), kind, prepend, dumps(list(self._eos.get(model_id, ())))))
         except JsException as exc:
             raise GrammarError(exc.message) from None
 
