@@ -96,7 +96,8 @@ def _node(rng: random.Random, depth: int, defs: dict[str, Schema]) -> Schema:
         return out
     if kind == "array":
         lo = rng.randint(0, 2)
-        return {"type": "array", "items": _node(rng, depth - 1, defs), "minItems": lo, "maxItems": lo + rng.randint(0, 3)}
+        return {"type": "array", "items": _node(rng, depth - 1, defs), "minItems": lo,
+                "maxItems": lo + rng.randint(0, 3)}
     if kind == "anyOf":
         return {"anyOf": [_node(rng, depth - 1, defs) for _ in range(rng.randint(2, 3))]}
     if kind == "ref":

@@ -103,7 +103,8 @@ def tools_preamble(tools: tuple[Tool, ...], fmt: ToolFormat) -> str:
     listing = "\n".join(dumps(tool_dict(t)) for t in tools)
     example = fmt.begin_for("<function-name>") + "<arguments-json-object>" + fmt.end
     return ("You may call one or more functions to assist with the user query.\n"
-            f"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{listing}\n</tools>\n"
+            "You are provided with function signatures within <tools></tools> XML tags:\n"
+            f"<tools>\n{listing}\n</tools>\n"
             f"For each function call, write:\n{example}")
 
 

@@ -82,8 +82,8 @@ class ChatRequest(Strict):
     params: ChatParams
 
     def to_generation_request(self) -> GenerationRequest:
-        return GenerationRequest(model=self.model, messages=tuple(ChatMessage(m.role, m.content) for m in self.messages),
-                                 params=_generation_params(self.params))
+        messages = tuple(ChatMessage(m.role, m.content) for m in self.messages)
+        return GenerationRequest(model=self.model, messages=messages, params=_generation_params(self.params))
 
 
 class CompleteBatch(Strict):
