@@ -49,7 +49,7 @@ export async function jsonSchemaToEBNF(schema) {
   const xgr = await xgrammar();
   printed = [];
   try {
-    const grammar = await xgr.Grammar.fromJSONSchema(schema, false, undefined, undefined, true);
+    const grammar = await xgr.Grammar.fromJSONSchema(schema, false, -1, [", ", ": "], true);
     const text = grammar.toString();
     grammar.dispose();
     return text;
@@ -108,7 +108,7 @@ export class Grammars {
     try {
       if (spec.kind === "json_schema") {
         // compact: ", " and ": " and no other whitespace, as the CPython backend
-        compiled = await compiler.compileJSONSchema(spec.source, false, undefined, undefined, true);
+        compiled = await compiler.compileJSONSchema(spec.source, false, -1, [", ", ": "], true);
       } else if (spec.kind === "ebnf") {
         compiled = await compiler.compileGrammar(spec.source);
       } else {

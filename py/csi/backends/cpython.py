@@ -155,7 +155,8 @@ class _Grammars:
 
     def json_ebnf(self, schema: Any) -> str:
         """A JSON Schema as compact EBNF (the form ``compile_json_schema`` is given)."""
-        return str(self.xgr.Grammar.from_json_schema(dumps(schema), any_whitespace=False, strict_mode=True))
+        return str(self.xgr.Grammar.from_json_schema(dumps(schema), any_whitespace=False, separators=(", ", ": "),
+                                                     strict_mode=True))
 
     def compiled(self, grammar: Grammar) -> tuple[Any, float]:
         key = (grammar.kind, grammar.source)
@@ -165,7 +166,8 @@ class _Grammars:
         started = time.perf_counter()
         try:
             if grammar.kind == "json_schema":
-                out = self.compiler.compile_json_schema(grammar.source, any_whitespace=False, strict_mode=True)
+                out = self.compiler.compile_json_schema(grammar.source, any_whitespace=False,
+                                                       separators=(", ", ": "), strict_mode=True)
             elif grammar.kind == "ebnf":
                 out = self.compiler.compile_grammar(grammar.source)
             else:
