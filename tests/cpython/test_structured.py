@@ -306,3 +306,67 @@ def test_tool_errors_name_the_field_and_the_engine_keeps_serving(engine, request
         chat(engine, {"messages": ASK, "max_tokens": 4, **request_})
     assert err.value.param == param
     assert chat(engine, {"max_tokens": 2})["choices"][0]["finish_reason"] in ("stop", "length")
+
+
+# ---- the CSI (pharia:skill@0.4 names) and the skill SDK --------------------------------------
+
+
+def test_csi_chat_takes_response_format_and_tools(engine):
+    from csi.faces.pharia import inference
+
+    schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}}, "required": ["answer"],
+              "additionalProperties": False}
+    [structured, called, plain] = run_async(inference.chat(engine, [
+        {"model": "tiny-chat", "messages": USER, "params": {"max_tokens": 32, "response_format": {
+            "type": "json_schema", "json_schema": {"name": "a", "schema": schema}}}},
+        {"model": "tiny-chat", "messages": ASK, "params": {
+            "max_tokens": 160, "tools": [WEATHER["function"]], "tool_choice": {"name": "get_weather"},
+            "parallel_tool_calls": False}},
+        {"model": "tiny-chat", "messages": USER, "params": {"max_tokens": 4}},
+    ]))
+    assert structured["finish_reason"] == "stop"
+    assert valid(json.loads(structured["message"]["content"]), schema)
+    assert called["finish_reason"] == "tool_calls" and called["message"]["content"] is None
+    [call] = called["message"]["tool_calls"]
+    assert call["name"] == "get_weather" and call["id"].startswith("call_")
+    assert valid(json.loads(call["arguments"]), SCHEMAS["get_weather"])
+    assert "tool_calls" not in plain["message"]
+    with pytest.raises(InvalidInputError) as err:
+        run_async(inference.chat(engine, [{"model": "tiny-chat", "messages": USER, "params": {
+            "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {"not": {}}}}}}]))
+    assert err.value.param == "requests[0].params.response_format.json_schema.schema.not"
+    with pytest.raises(InvalidInputError) as err:
+        run_async(inference.chat(engine, [{"model": "tiny-chat", "messages": USER, "params": {
+            "tools": [WEATHER["function"]], "tool_choice": {"name": "nope"}}}]))
+    assert err.value.param == "requests[0].params.tool_choice.function.name"
+
+
+def test_the_skill_sdk_parses_a_pydantic_response_format_and_runs_tools():
+    from pydantic import BaseModel, Field
+
+    from csi.local import local_csi
+    from csi.sdk import ChatParams, FinishReason, Message, Tool
+    from tests.support.paths import DIST
+
+    class Verdict(BaseModel):
+        answer: str = Field(pattern="^(yes|no)$")
+        confidence: int = Field(ge=0, le=10)
+
+    with local_csi(DIST, ["tiny-chat"]) as csi:
+        response = csi.chat("tiny-chat", [Message.user("Is water wet?")],
+                            ChatParams(max_tokens=48, response_format=Verdict))
+        assert response.finish_reason == FinishReason.STOP
+        assert isinstance(response.message.parsed, Verdict)
+        assert response.message.parsed == Verdict.model_validate_json(response.message.content or "")
+
+        weather = Tool("get_weather", "The weather in a city", SCHEMAS["get_weather"])
+        first = csi.chat("tiny-chat", [Message.user("Weather in Rome?")],
+                         ChatParams(max_tokens=160, tools=[weather], tool_choice="required"))
+        assert first.finish_reason == FinishReason.TOOL_CALLS
+        call = (first.message.tool_calls or [])[0]
+        assert call.name == "get_weather" and valid(call.arguments, SCHEMAS["get_weather"])
+        second = csi.chat("tiny-chat", [Message.user("Weather in Rome?"), first.message,
+                                        Message.tool('{"celsius": 18}', call.id)],
+                          ChatParams(max_tokens=8, tools=[weather], tool_choice="none"))
+        assert second.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)
+        assert isinstance(second.message.content, str)

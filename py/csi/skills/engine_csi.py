@@ -83,7 +83,7 @@ class EngineCsi(Csi):
 
     def chat_concurrent(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
         out = self._run(inference.chat(self.engine, [chat_request_wire(r) for r in requests]))
-        return [chat_response_from_wire(d) for d in out]
+        return [chat_response_from_wire(d, r.params.response_format) for d, r in zip(out, requests, strict=True)]
 
     def chunk_concurrent(self, requests: Sequence[ChunkRequest]) -> list[list[str]]:
         return self._run(text.chunk(self.text, [chunk_request_wire(r) for r in requests]))

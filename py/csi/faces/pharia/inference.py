@@ -9,9 +9,20 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from ...core.engine import ChoiceResult, Engine, Generation
-from ...core.request import ChatMessage, GenerationParams, GenerationRequest, SamplingParams
+from ...core.grammar import Grammar
+from ...core.request import ChatMessage, GenerationParams, GenerationRequest, SamplingParams, ToolCall
+from ...core.tools import TextPiece
 from ...errors import blame
 from ...wire import Strict, parse_batch
+from ..openai.structured import (
+    ChatCompletionTool,
+    FunctionDefinition,
+    FunctionName,
+    JsonSchemaSpec,
+    NamedToolChoice,
+    ResponseFormat,
+    engine_tools,
+)
 
 
 class TopLogprobs(Strict):
@@ -33,6 +44,26 @@ class CompletionParams(Strict):
     logprobs: Logprobs = "no"
 
 
+class ChatResponseFormat(Strict):
+    """pharia:skill@0.4's response formats: text, any JSON object, or a JSON Schema."""
+
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaSpec | None = None
+
+
+class Tool(Strict):
+    """pharia:skill@0.4's tool: a function with a JSON Schema for its arguments."""
+
+    name: FunctionName
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class NamedTool(Strict):
+    name: str
+
+
 class ChatParams(Strict):
     max_tokens: Annotated[int, Field(ge=1)] | None = None
     temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
@@ -40,6 +71,17 @@ class ChatParams(Strict):
     frequency_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
     presence_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
     logprobs: Logprobs = "no"
+    response_format: ChatResponseFormat | None = None
+    tools: list[Tool] | None = None
+    tool_choice: Literal["none", "auto", "required"] | NamedTool | None = None
+    parallel_tool_calls: bool | None = None
+
+
+def _grammar(p: CompletionParams | ChatParams) -> Grammar | None:
+    if not isinstance(p, ChatParams) or p.response_format is None:
+        return None
+    shape = ResponseFormat.model_validate(p.response_format.model_dump(exclude_none=True, by_alias=True))
+    return shape.to_grammar("params.response_format")
 
 
 def _generation_params(p: CompletionParams | ChatParams) -> GenerationParams:
@@ -55,6 +97,7 @@ def _generation_params(p: CompletionParams | ChatParams) -> GenerationParams:
             presence_penalty=p.presence_penalty or 0.0,
             logprobs=p.logprobs != "no",
             top_logprobs=top,
+            grammar=_grammar(p),
         ),
         max_tokens=p.max_tokens,
         stop=tuple(s for s in completion.stop if s) if completion else (),
@@ -71,9 +114,18 @@ class CompletionRequest(Strict):
         return GenerationRequest(model=self.model, prompt=self.prompt, params=_generation_params(self.params))
 
 
+class MessageToolCall(Strict):
+    id: str
+    name: str
+    arguments: str
+    """The arguments as JSON text."""
+
+
 class Message(Strict):
     role: str
-    content: str
+    content: str | None = None
+    tool_calls: list[MessageToolCall] | None = None
+    tool_call_id: str | None = None
 
 
 class ChatRequest(Strict):
@@ -82,8 +134,18 @@ class ChatRequest(Strict):
     params: ChatParams
 
     def to_generation_request(self) -> GenerationRequest:
-        messages = tuple(ChatMessage(m.role, m.content) for m in self.messages)
-        return GenerationRequest(model=self.model, messages=messages, params=_generation_params(self.params))
+        messages = tuple(ChatMessage(m.role, m.content, tuple(ToolCall(c.id, c.name, c.arguments)
+                                                               for c in m.tool_calls or []), m.tool_call_id)
+                         for m in self.messages)
+        p = self.params
+        with blame("params"):
+            tools, choice = engine_tools(
+                [ChatCompletionTool(type="function", function=FunctionDefinition(**t.model_dump()))
+                 for t in p.tools or []],
+                None if p.tool_choice is None else p.tool_choice if isinstance(p.tool_choice, str)
+                else NamedToolChoice.model_validate({"type": "function", "function": {"name": p.tool_choice.name}}))
+        return GenerationRequest(model=self.model, messages=messages, params=_generation_params(p), tools=tools,
+                                 tool_choice=choice, parallel_tool_calls=p.parallel_tool_calls is not False)
 
 
 class CompleteBatch(Strict):
@@ -102,31 +164,48 @@ def _result(gen: Generation, r: ChoiceResult, logprobs: Logprobs) -> dict[str, A
         {"sampled": lp(s.token, s.logprob or 0.0),
          "top": [lp(t, v) for t, v in s.top] if isinstance(logprobs, TopLogprobs) else []}
         for s in r.steps]
+    finish: str = "stop" if r.stats.finish_reason == "abort" else str(r.stats.finish_reason)
+    parser = gen.tool_parser()
+    if parser is not None and finish == "stop":
+        list(parser.push(r.text))
+        finish = "tool_calls" if parser.calls else finish
     return {
-        "finish_reason": "stop" if r.stats.finish_reason == "abort" else r.stats.finish_reason,
+        "finish_reason": finish,
         "logprobs": distributions,
         "usage": {"prompt": r.stats.prompt_tokens, "completion": r.stats.completion_tokens},
     }
 
 
 async def _each(engine: Engine, requests: Sequence[CompletionRequest | ChatRequest],
-                key: str, body: Callable[[ChoiceResult], Any]) -> list[dict[str, Any]]:
+                key: str, body: Callable[[Generation, ChoiceResult], Any]) -> list[dict[str, Any]]:
     """Run the requests one after the other; each result is ``{key: body(choice), ...the rest}``."""
     out = []
     for i, req in enumerate(requests):
         with blame(f"requests[{i}]"):
             gen = engine.generate(req.to_generation_request())
-        [r] = await gen.collect()
-        out.append({key: body(r), **_result(gen, r, req.params.logprobs)})
+            [r] = await gen.collect()
+        out.append({key: body(gen, r), **_result(gen, r, req.params.logprobs)})
     return out
 
 
 async def complete(engine: Engine, requests: Any) -> list[dict[str, Any]]:
     """``inference.complete``: raw prompts (no chat template), results in request order."""
-    return await _each(engine, parse_batch(CompleteBatch, requests).requests, "text", lambda r: r.text)
+    return await _each(engine, parse_batch(CompleteBatch, requests).requests, "text", lambda _, r: r.text)
 
 
 async def chat(engine: Engine, requests: Any) -> list[dict[str, Any]]:
     """``inference.chat``: messages through the model's chat template, results in request order."""
-    return await _each(engine, parse_batch(ChatBatch, requests).requests, "message",
-                       lambda r: {"role": "assistant", "content": r.text})
+    return await _each(engine, parse_batch(ChatBatch, requests).requests, "message", _message)
+
+
+def _message(gen: Generation, r: ChoiceResult) -> dict[str, Any]:
+    """The assistant's message; with tool calls (pharia:skill@0.4) their id, name and arguments."""
+    parser = gen.tool_parser()
+    if parser is None:
+        return {"role": "assistant", "content": r.text}
+    events = [*parser.push(r.text), *parser.flush()]
+    text = "".join(e.text for e in events if isinstance(e, TextPiece))
+    calls = [{"id": cid, "name": name, "arguments": args} for cid, name, args in parser.tool_calls()]
+    if not calls:
+        return {"role": "assistant", "content": text}
+    return {"role": "assistant", "content": text.strip() or None, "tool_calls": calls}

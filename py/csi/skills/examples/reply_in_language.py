@@ -29,4 +29,4 @@ def reply_in_language(csi: Csi, input: Input) -> Output:
     messages = [Message.system(f"You are a helpful assistant. Always answer in {name}."),
                 Message.user(input.message)]
     response = csi.chat(input.model, messages, ChatParams(max_tokens=input.max_tokens, temperature=0.0))
-    return Output(language=language, reply=response.message.content)
+    return Output(language=language, reply=response.message.content or "")

@@ -63,4 +63,4 @@ def search_answer(csi: Csi, input: Input) -> Output:
     sources = [Source(name=r.document_path.name, content=r.content, score=r.score,
                       start=Position(item=r.start.item, position=r.start.position),
                       end=Position(item=r.end.item, position=r.end.position)) for r in results]
-    return Output(answer=response.message.content.strip(), sources=sources)
+    return Output(answer=(response.message.content or "").strip(), sources=sources)
