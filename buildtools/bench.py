@@ -56,7 +56,8 @@ async ([messages, tokens, rounds]) => {
     }
     return {tokens: n, prompt_tokens: usage.prompt_tokens, ttft_s: (stamps[0] - start) / 1000,
             decode_tokens_per_s: (n - 1) / ((stamps.at(-1) - stamps[0]) / 1000),
-            engine_decode_tokens_per_s: usage.extra.decode_tokens_per_s};
+            engine_decode_tokens_per_s: usage.extra.decode_tokens_per_s,
+            grammar_per_token_s: usage.extra.grammar_per_token_s ?? null};
   }
   const theirs = () => ask({type: 'generate', messages, tokens});
   async function theirsStreamed() {
@@ -96,6 +97,32 @@ async ([messages, tokens, rounds]) => {
     turn.cold.push(c.usage.extra.time_to_first_token_s);
   }
   runs.second_turn = turn;
+
+  // structured output: grammar compile times for a 20-property schema, and decoding under a schema
+  const props = {};
+  for (let i = 0; i < 20; i++) {
+    props[`field_${i}`] = i % 3 === 0 ? {type: 'integer'} : i % 3 === 1 ? {type: 'string', maxLength: 16}
+      : {type: 'boolean'};
+  }
+  const rf = (schema) => ({type: 'json_schema', json_schema: {name: 'bench', schema}});
+  const initOf = async (schema) => (await engine.chat.completions.create(
+    {messages, max_tokens: 1, response_format: rf(schema)})).usage.extra.grammar_init_s;
+  const grammar = {first_ever_s: await initOf({type: 'object', properties: {a: {type: 'integer'}}}),
+                   cold_s: [], cached_s: []};
+  for (let i = 0; i < rounds; i++) {
+    const fresh = {type: 'object', properties: Object.fromEntries(
+      Object.entries(props).map(([k, v]) => [`${k}_${i}`, v])), required: Object.keys(props).map((k) => `${k}_${i}`)};
+    grammar.cold_s.push(await initOf(fresh));
+    grammar.cached_s.push(await initOf(fresh));
+  }
+  const longArray = {type: 'array', items: {type: 'integer'}, minItems: 1000};
+  runs.csi_web_schema = [];
+  runs.csi_web_unconstrained = [];
+  for (let i = 0; i < rounds; i++) {
+    runs.csi_web_schema.push(await ours({response_format: rf(longArray)}));
+    runs.csi_web_unconstrained.push(await ours());
+  }
+  runs.grammar = grammar;
   return {cold_start_s: cold, boot, tjs_load_s: tjsLoad.load_s, isolated: self.crossOriginIsolated,
           threads: navigator.hardwareConcurrency, runs};
 }
@@ -191,6 +218,10 @@ def run_bench(dist: Path) -> int:
     full = med("csi_web_full", "decode_tokens_per_s")
     raw_ms = statistics.median(r["raw_forward_ms"] for r in raw["runs"]["raw"])
     turn = raw["runs"].pop("second_turn")
+    grammar = raw["runs"].pop("grammar")
+    schema_tps = med("csi_web_schema", "decode_tokens_per_s")
+    plain_tps = med("csi_web_unconstrained", "decode_tokens_per_s")
+    mask_s = med("csi_web_schema", "grammar_per_token_s")
     result = {
         "model": "tiny-chat",
         "device": "wasm",
@@ -215,6 +246,15 @@ def run_bench(dist: Path) -> int:
             "with_prefix_cache": statistics.median(turn["warm"]),
             "without_prefix_cache": statistics.median(turn["cold"]),
             "cached_tokens": turn["cached_tokens"], "prompt_tokens": turn["prompt_tokens"]},
+        "structured_output": {
+            "grammar_init_s_20_property_schema": {
+                "first_grammar_of_the_session": grammar["first_ever_s"],
+                "cold": statistics.median(grammar["cold_s"]), "cached": statistics.median(grammar["cached_s"])},
+            "decode_tokens_per_s_with_schema": schema_tps,
+            "decode_tokens_per_s_unconstrained_same_run": plain_tps,
+            "ratio_schema_to_unconstrained": schema_tps / plain_tps,
+            "grammar_ms_per_token": mask_s * 1000,
+            "grammar_fraction_of_raw_forward": mask_s * 1000 / raw_ms},
         "cold_start_s": {"total": raw["cold_start_s"], **raw["boot"],
                          "model_and_rest": raw["cold_start_s"] - sum(raw["boot"].values())},
         "transformers_js_model_load_s": raw["tjs_load_s"],

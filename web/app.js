@@ -3,6 +3,7 @@
 // (the `search-answer` skill). Model output and document text are only ever inserted as text
 // (textContent), never parsed as HTML.
 
+import { TOOLS, runTool } from "./demo_tools.js";
 import { CreateWebWorkerEngine } from "./engine.js";
 
 const $ = (id) => /** @type {any} */ (document.getElementById(id));
@@ -16,6 +17,8 @@ const ui = {
   docProgress: $("doc-progress"), docIngestText: $("doc-ingest-text"), docList: $("doc-list"),
   docSearchForm: $("doc-search-form"), docQuery: $("doc-query"), docSearch: $("doc-search"), docAsk: $("doc-ask"),
   docStatus: $("doc-status"), docResults: $("doc-results"), docAnswer: $("doc-answer"),
+  format: $("format"), schema: $("schema"), toolsOn: $("tools-on"), toolChoice: $("tool-choice"),
+  toolsHint: $("tools-hint"),
 };
 
 /** @type {import("./engine.js").WebWorkerEngine|null} */
@@ -82,14 +85,76 @@ async function load(modelId, device) {
   if (engine && !docsListed) runDocs("", refreshDocs);
 }
 
+/**
+ * What the "Output format and tools" panel asks of a request (the schema box must hold JSON).
+ * @returns {Partial<import("./engine.js").ChatCompletionRequest>}
+ */
+function structure() {
+  /** @type {Partial<import("./engine.js").ChatCompletionRequest>} */
+  const out = {};
+  if (ui.format.value === "json") out.response_format = { type: "json_object" };
+  if (ui.format.value === "schema") {
+    out.response_format = { type: "json_schema", json_schema: { name: "reply", schema: JSON.parse(ui.schema.value) } };
+  }
+  if (ui.toolsOn.checked) {
+    out.tools = TOOLS;
+    out.tool_choice = ui.toolChoice.value;
+  }
+  return out;
+}
+
+const MAX_TOOL_ROUNDS = 3;
+
 async function send(text) {
   history.push({ role: "user", content: text });
   addMessage("user", text);
-  const div = addMessage("assistant", "");
-  const body = div.querySelector(".body");
   setBusy(true);
   ui.stats.textContent = "";
+  const before = history.length;
+  try {
+    let request = structure();
+    for (let round = 0; round < MAX_TOOL_ROUNDS; round++) {
+      const reply = await streamReply(request);
+      if (!reply) break;
+      history.push(reply.message);
+      if (reply.finish !== "tool_calls") break;
+      for (const call of reply.message.tool_calls ?? []) {
+        const result = runTool(call.function.name, call.function.arguments);
+        history.push({ role: "tool", tool_call_id: call.id, content: result });
+        addMessage("tool", `${call.function.name} → ${result}`);
+      }
+      // the results go back to the model, which now answers in words
+      request = { ...request, tool_choice: "none" };
+    }
+  } catch (err) {
+    if (!err.shown) {
+      const div = addMessage("assistant", "");
+      div.classList.add("error");
+      div.querySelector(".body").textContent = `${err.name}: ${err.message}`;
+      div.dataset.done = "true";
+    }
+    history.length = before - 1; // the turn failed: forget it, the question included
+  } finally {
+    setBusy(false);
+    ui.prompt.focus();
+  }
+}
+
+/**
+ * Stream one assistant turn into a new message; its content and tool calls as they arrive.
+ * Returns the message for the history and why it ended (`null` if the engine refused the request).
+ * @param {Partial<import("./engine.js").ChatCompletionRequest>} extra
+ */
+async function streamReply(extra) {
+  const div = addMessage("assistant", "");
+  const body = div.querySelector(".body");
+  const callsView = document.createElement("span");
+  callsView.className = "calls";
+  div.append(callsView);
   let reply = "";
+  /** @type {import("./engine.js").ChatCompletionMessageToolCall[]} */
+  const calls = [];
+  let finish = null;
   try {
     // `stream: true`: the reply comes as chunks
     const stream = /** @type {AsyncIterable<import("./engine.js").ChatCompletionChunk>} */ (
@@ -98,12 +163,19 @@ async function send(text) {
         stream: true,
         stream_options: { include_usage: true },
         ...settings,
+        ...extra,
       }));
-    let finish = null;
     for await (const chunk of stream) {
       for (const choice of chunk.choices) {
         reply += choice.delta.content ?? "";
         body.textContent = reply;
+        for (const d of choice.delta.tool_calls ?? []) {
+          calls[d.index] ??= { id: d.id ?? "", type: "function", function: { name: d.function.name ?? "", arguments: "" } };
+          calls[d.index].function.arguments += d.function.arguments ?? "";
+        }
+        if (calls.length) {
+          callsView.textContent = calls.map((c) => `→ ${c.function.name}(${c.function.arguments})`).join("\n");
+        }
         finish = choice.finish_reason ?? finish;
       }
       if (chunk.usage) {
@@ -118,16 +190,17 @@ async function send(text) {
       }
       ui.messages.scrollTop = ui.messages.scrollHeight;
     }
-    history.push({ role: "assistant", content: reply });
     div.dataset.finish = finish ?? "";
+    /** @type {import("./engine.js").ChatCompletionMessageParam} */
+    const message = { role: "assistant", content: calls.length && !reply.trim() ? null : reply };
+    if (calls.length) message.tool_calls = calls;
+    return { message, finish };
   } catch (err) {
     div.classList.add("error");
     body.textContent = `${err.name}: ${err.message}`;
-    history.pop();
+    throw Object.assign(err, { shown: true });
   } finally {
     div.dataset.done = "true";
-    setBusy(false);
-    ui.prompt.focus();
   }
 }
 
@@ -149,6 +222,13 @@ ui.prompt.addEventListener("keydown", (e) => {
   }
 });
 ui.stop.addEventListener("click", () => engine?.interruptGenerate());
+ui.format.addEventListener("change", () => {
+  ui.schema.hidden = ui.format.value !== "schema";
+});
+ui.toolsOn.addEventListener("change", () => {
+  ui.toolChoice.disabled = !ui.toolsOn.checked;
+  ui.toolsHint.hidden = !ui.toolsOn.checked;
+});
 ui.clear.addEventListener("click", () => {
   history = [];
   ui.messages.replaceChildren();

@@ -167,3 +167,42 @@ def test_documents_panel_adds_lists_searches_asks_and_deletes(browser, site_url)
         "json.txt", "tea.txt", "notes.md"}
     assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
     page.context.close()
+
+
+def test_playground_answers_in_json_and_runs_the_tools_the_model_calls(browser, site_url):
+    import json
+
+    import jsonschema
+
+    page, requests = open_page(browser)
+    page.goto(site_url + "index.html?max_tokens=160&temperature=0.7")
+    page.wait_for_selector("body[data-ready='true']")
+    page.click("#structure summary")
+    # 1. a JSON Schema typed into the panel: the reply validates against it
+    page.select_option("#format", "schema")
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20},
+                                               "sunny": {"type": "boolean"}}, "required": ["city", "sunny"]}
+    page.fill("#schema", json.dumps(schema))
+    page.fill("#prompt", "Describe the weather in Paris as JSON.")
+    page.press("#prompt", "Enter")
+    done = page.wait_for_selector(".message.assistant[data-done='true']")
+    assert done.get_attribute("data-finish") == "stop"
+    jsonschema.validate(json.loads(done.query_selector(".body").inner_text()), schema)
+
+    # 2. tools: the model must call one; the page runs it and sends the result back
+    page.click("#clear")
+    page.select_option("#format", "off")
+    page.check("#tools-on")
+    page.select_option("#tool-choice", "required")
+    page.fill("#prompt", "What is 17 plus 25?")
+    page.press("#prompt", "Enter")
+    tool = page.wait_for_selector(".message.tool")
+    name, result = tool.inner_text().split(" → ", 1)
+    assert name in ("get_time", "add", "word_count")
+    assert isinstance(json.loads(result), dict)
+    page.wait_for_function("document.querySelectorAll('.message.assistant[data-done=\"true\"]').length >= 2")
+    final = page.locator(".message.assistant").last
+    assert final.get_attribute("data-finish") in ("stop", "length")
+    assert page.locator(".message.assistant .calls").first.inner_text().startswith(f"→ {name}(")
+    assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
+    page.context.close()
