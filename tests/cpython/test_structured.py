@@ -370,3 +370,21 @@ def test_the_skill_sdk_parses_a_pydantic_response_format_and_runs_tools():
                           ChatParams(max_tokens=8, tools=[weather], tool_choice="none"))
         assert second.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)
         assert isinstance(second.message.content, str)
+
+
+def test_the_official_openai_clients_bodies_are_accepted_as_they_are(engine):
+    import subprocess
+
+    from tests.support.paths import ROOT
+
+    out = subprocess.run(["node", str(ROOT / "tests" / "support" / "openai_bodies.mjs")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, check=True)
+    structured, tools = json.loads(out.stdout)
+    reply = run_async(chat_completion(engine, structured)).model_dump()
+    schema = structured["response_format"]["json_schema"]["schema"]
+    if reply["choices"][0]["finish_reason"] == "stop":
+        assert valid(json.loads(reply["choices"][0]["message"]["content"]), schema)
+    reply = run_async(chat_completion(engine, tools)).model_dump()
+    [call] = reply["choices"][0]["message"]["tool_calls"]
+    assert reply["choices"][0]["finish_reason"] == "tool_calls"
+    assert valid(json.loads(call["function"]["arguments"]), tools["tools"][0]["function"]["parameters"])
