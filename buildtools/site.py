@@ -80,7 +80,7 @@ def build_models() -> dict[str, Path]:
 
     here = Path(__file__).parent
     return {
-        "tiny-chat": cached_build("tiny-chat", [here / "tiny_chat.py"], tiny_chat.build),
+        "tiny-chat": cached_build("tiny-chat", [here / "tiny_chat.py", here / "tiny_chat_tools.py"], tiny_chat.build),
         "all-minilm-l6-v2": cached_build("all-minilm-l6-v2", [here / "minilm.py"], minilm.build),
     }
 

@@ -46,6 +46,7 @@ from transformers import (
     LlamaForCausalLM,
 )
 
+from . import tiny_chat_tools
 from .atomic_dir import replacing
 
 CONTEXT_LENGTH = 1024
@@ -53,9 +54,9 @@ VOCAB_SIZE = 4096
 SEED = 1234
 NUM_THREADS = 2
 
-SEQ_LEN = 256
-BATCH_SIZE = 8
-TRAIN_STEPS = 520
+SEQ_LEN = 512  # a tool-calling turn lists its tools in the system turn: a few hundred tokens
+BATCH_SIZE = 4
+TRAIN_STEPS = 700
 WARMUP_STEPS = 30
 PEAK_LR = 2e-3
 MIN_LR_RATIO = 0.1
@@ -72,12 +73,9 @@ IM_END = "<|im_end|>"
 SPECIAL_TOKENS = (ENDOFTEXT, IM_START, IM_END)
 PAD_ID, IM_START_ID, EOS_ID = 0, 1, 2
 
-CHAT_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
+CHAT_TEMPLATE = tiny_chat_tools.CHAT_TEMPLATE
+TOOL_CONVERSATIONS = 2400
+JSON_CONVERSATIONS = 400
 
 # Fixed, sorted list of standard-library modules mined for docstrings.  Modules
 # with import-time side effects (antigravity, this, idlelib, tkinter, turtle),
@@ -429,6 +427,8 @@ def build_conversations(items: Sequence[DocItem], seed: int = SEED) -> list[Conv
         for question, reply in SMALL_TALK:
             turn = [{"role": "user", "content": question}, {"role": "assistant", "content": reply}]
             conversations.append(_maybe_system(turn, random.Random(f"{seed}-{repeat}-{question}")))
+    conversations += tiny_chat_tools.tool_conversations(seed, TOOL_CONVERSATIONS)
+    conversations += tiny_chat_tools.json_conversations(items, seed, JSON_CONVERSATIONS)
     rng.shuffle(conversations)
     return conversations
 

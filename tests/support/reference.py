@@ -25,9 +25,9 @@ def hf_chat():
     return tok, model
 
 
-def hf_prompt_ids(messages: list[dict[str, str]]) -> list[int]:
+def hf_prompt_ids(messages: list[dict], tools: list[dict] | None = None) -> list[int]:
     tok, _ = hf_chat()
-    out = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    out = tok.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=True)
     if isinstance(out, dict) or hasattr(out, "input_ids"):
         out = out["input_ids"]
     return list(out)

@@ -218,6 +218,7 @@ class CPythonBackend:
             progress({"stage": "ready", "file": None, "loaded": 1, "total": 1, "model": model_id})
         if any(a.endswith(CAUSAL_SUFFIXES) for a in config.get("architectures", [])):
             env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+            env.filters["tojson"] = _tojson
             special = {k: v for k, v in tok_config.items() if k.endswith("_token") and isinstance(v, str)}
             names = [i.name for i in session.get_inputs()]
             chat = _Chat(
@@ -374,6 +375,13 @@ class CPythonBackend:
         pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
         normed = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return Embeddings(vectors=normed.tolist(), prompt_tokens=int(mask.sum()), dims=normed.shape[1])
+
+
+def _tojson(value: Any, indent: int | None = None, separators: tuple[str, str] | None = None,
+            sort_keys: bool = False, ensure_ascii: bool = False) -> str:
+    """Jinja's ``tojson`` as chat templates expect it (Hugging Face's and @huggingface/jinja's:
+    ``json.dumps``, no HTML escaping), not Jinja's own HTML-safe one."""
+    return dumps(value, indent=indent, separators=separators, sort_keys=sort_keys, ensure_ascii=ensure_ascii)
 
 
 def _vocab_list(spec: dict[str, Any]) -> list[str]:
