@@ -162,6 +162,8 @@ export class Bridge {
     this.models.delete(id);
     if (m instanceof ChatModel) {
       m.reset();
+      m.sampler.dispose();
+      await m.grammars?.dispose();
       await m.model.dispose?.();
     } else if (m) {
       await m.extractor.dispose?.();

@@ -128,6 +128,14 @@ export class Grammars {
     return (performance.now() - started) / 1000;
   }
 
+  /** Free the compiled grammars and the compiler (the model is being unloaded). */
+  async dispose() {
+    for (const compiled of this.cache.values()) compiled.dispose();
+    this.cache.clear();
+    if (this.compiler) (await this.compiler).dispose();
+    this.compiler = null;
+  }
+
   /**
    * A matcher at the start of `spec` (compiled before).
    * @param {GrammarSpec} spec

@@ -149,7 +149,7 @@ def test_ebnf_outputs_parse_with_lark(engine, ebnf, reference):
     assert stopped >= 4
 
 
-@pytest.mark.parametrize("pattern", [r"[0-9]{3}-[0-9]{4}", r"(cat|dog)s? [a-z]{1,8}", r"[A-Z][a-z]+, [A-Z]{2}"])
+@pytest.mark.parametrize("pattern", [r"[0-9]{3}-[0-9]{4}", r"(cat|dog)s? [a-z]{1,8}", r"[A-Z][a-z]{1,10}, [A-Z]{2}"])
 def test_regex_outputs_fullmatch(engine, pattern):
     for seed in range(4):
         reply = chat(engine, {"response_format": {"type": "regex", "pattern": pattern}, "seed": seed,
@@ -428,7 +428,7 @@ def test_tool_prompts_equal_hf_transformers_apply_chat_template(engine):
     assert reply.prompt_token_ids == hf_prompt_ids(hf_history, TOOLS)
 
 
-@pytest.mark.parametrize(("new_phrasings", "at_least"), [(False, 0.5), (True, 0.5)])
+@pytest.mark.parametrize(("new_phrasings", "at_least"), [(False, 0.55), (True, 0.5)])
 def test_tiny_chat_picks_the_right_tool_on_held_out_questions(engine, new_phrasings, at_least):
     from buildtools.tiny_chat_tools import held_out_cases
 

@@ -55,13 +55,7 @@ class ResponseFormat(Strict):
         if kind == "json_object":
             if self.schema_ is None:
                 return json_schema_grammar({"type": "object"}, f"{param}", strict=False)
-            schema = self.schema_
-            if isinstance(schema, str):
-                try:
-                    schema = loads(schema)
-                except ValueError as exc:
-                    raise InvalidInputError(f"`schema` is not JSON: {exc}", f"{param}.schema") from None
-            return json_schema_grammar(schema, f"{param}.schema")
+            return json_schema_grammar(_decoded(self.schema_, f"{param}.schema"), f"{param}.schema")
         if kind == "json_schema":
             if self.json_schema is None:
                 raise InvalidInputError("type 'json_schema' needs `json_schema`", f"{param}.json_schema")
@@ -81,12 +75,7 @@ class ResponseFormat(Strict):
 
     def _structural_tag(self, param: str) -> Grammar:
         if self.structural_tag is not None:
-            tag = self.structural_tag
-            if isinstance(tag, str):
-                try:
-                    tag = loads(tag)
-                except ValueError as exc:
-                    raise InvalidInputError(f"`structural_tag` is not JSON: {exc}", f"{param}.structural_tag") from None
+            tag = _decoded(self.structural_tag, f"{param}.structural_tag")
             if not isinstance(tag, dict):
                 raise InvalidInputError("`structural_tag` must be an object", f"{param}.structural_tag")
             body = tag if "format" in tag else {"type": "structural_tag", "format": tag}
@@ -98,17 +87,23 @@ class ResponseFormat(Strict):
         for i, item in enumerate(self.tags):
             if not (isinstance(item.get("begin"), str) and isinstance(item.get("end"), str)):
                 raise InvalidInputError("a tag has a string `begin` and `end`", f"{param}.tags[{i}]")
-            schema = item.get("schema", {"type": "object"})
-            if isinstance(schema, str):
-                try:
-                    schema = loads(schema)
-                except ValueError as exc:
-                    raise InvalidInputError(f"`schema` is not JSON: {exc}", f"{param}.tags[{i}].schema") from None
+            schema = _decoded(item.get("schema", {"type": "object"}), f"{param}.tags[{i}].schema")
             _check(schema, f"{param}.tags[{i}].schema")
             tags.append({"type": "tag", "begin": item["begin"], "end": item["end"],
                          "content": {"type": "json_schema", "json_schema": schema}})
         return structural_tag_grammar({"type": "triggered_tags", "triggers": self.triggers, "tags": tags},
                                       f"{param}.structural_tag")
+
+
+def _decoded(value: Any, param: str) -> Any:
+    """``value``, parsed if it is JSON text (WebLLM sends schemas as strings)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return loads(value)
+    except ValueError as exc:
+        name = param.rsplit(".", 1)[-1]
+        raise InvalidInputError(f"`{name}` is not JSON: {exc}", param) from None
 
 
 def _check(schema: Any, param: str) -> None:
