@@ -20,6 +20,9 @@ from tests.support.aio import run_async
 
 VOCAB = [b"<eos>", b"Hello", b" world", b"!", b" \xe2\x82", b"\xac", b" END", b"D", b" more"]
 USER = [{"role": "user", "content": "hi"}]
+DEEP: dict = {"type": "object"}
+for _ in range(3000):
+    DEEP = {"type": "object", "properties": {"a": DEEP}}
 
 
 run = run_async
@@ -184,6 +187,9 @@ def test_interrupt_and_cancel_end_with_abort_and_free_the_model():
         ({"messages": USER, "response_format": {"type": "json_schema"}}, "response_format.json_schema"),
         ({"messages": USER, "response_format": {"type": "xml"}}, "response_format.type"),
         ({"messages": USER, "response_format": {"type": "json_object", "schema": "{"}}, "response_format.schema"),
+        ({"messages": USER, "response_format": {"type": "json_schema",
+                                                "json_schema": {"name": "deep", "schema": DEEP}}},
+         "response_format.json_schema.schema"),
         ({"messages": USER, "stop": 5}, "stop"),
     ],
 )

@@ -111,6 +111,8 @@ def _check(schema: Any, param: str) -> None:
         check_schema(schema)
     except SchemaError as exc:
         raise InvalidInputError(str(exc), f"{param}.{exc.path}" if exc.path else param) from None
+    except RecursionError:
+        raise InvalidInputError("the schema is nested too deeply", param) from None
 
 
 def json_schema_grammar(schema: Any, param: str, strict: bool = True) -> Grammar:
