@@ -187,6 +187,7 @@ class PyodideBackend:
 
     def token_bytes(self, model_id: str) -> TokenBytes | None:
         spec = loads(self._bridge.tokenTable(model_id))
+        self._vocab_types[model_id] = vocab_type(spec["decoder"])  # for grammars, without a second copy
         return build_token_bytes(spec["decoder"], spec["vocab"], [tuple(a) for a in spec["added"]])
 
     async def step(self, model_id: str, ids: list[int]) -> StepResult:
