@@ -1,6 +1,9 @@
 // Whole-vocabulary next-token selection on typed arrays, parameterized from Python.
 
 import { applyBitmask } from "./grammar.js";
+
+/** Marks a step error that is the request's grammar's fault (Python makes it a typed error). */
+export const GRAMMAR_ERROR = "[grammar] ";
 // The same algorithm (and the same generator) as csi.backends.cpython, so a seeded request picks
 // the same tokens on both backends when their logits agree.
 
@@ -258,7 +261,11 @@ export class Sampler {
       this.matcher = await grammars.matcher(/** @type {import("./grammar.js").GrammarSpec} */ (this.params.grammar));
       started = performance.now(); // creating the matcher is part of grammar_init_s, not per token
     }
-    const masked = applyBitmask(logits, await this.matcher.getNextTokenBitmask());
+    const bitmask = await this.matcher.getNextTokenBitmask();
+    if (!bitmask.some((word) => word !== 0)) {
+      throw new Error(`${GRAMMAR_ERROR}the grammar allows no token here: it accepts no text`);
+    }
+    const masked = applyBitmask(logits, bitmask);
     let spent = performance.now() - started;
     const choice = this.choose(masked, sequence);
     started = performance.now();

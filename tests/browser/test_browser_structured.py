@@ -88,6 +88,10 @@ def test_a_bad_grammar_is_a_typed_error_with_the_compilers_position_and_grammars
     out = engine_page.call("return await engine.chat.completions.create(arg);", {
         "messages": USER, "max_tokens": 4, "response_format": {"type": "regex", "pattern": "[0-9"}})
     assert out["error"]["param"] == "response_format.pattern"
+    out = engine_page.call("return await engine.chat.completions.create(arg);", {
+        "messages": USER, "max_tokens": 4, "response_format": {"type": "grammar", "grammar": "root ::= root"}})
+    assert out["error"]["name"] == "InvalidInputError" and out["error"]["param"] == "response_format.grammar"
+    assert "accepts no text" in out["error"]["message"]
     reply = chat(engine_page, {"response_format": {"type": "grammar", "grammar": 'root ::= "ok" | "no"'},
                                "max_tokens": 8})
     assert reply["choices"][0]["message"]["content"] in ("ok", "no")

@@ -182,6 +182,10 @@ def test_completions_take_response_format_too(engine):
      "response_format.json_schema.schema.properties.p.maximum", "integers only"),
     ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "integer", "multipleOf": 3}}},
      "response_format.json_schema.schema.multipleOf", "`multipleOf`"),
+    ({"type": "json_schema", "json_schema": {"name": "x", "schema": {
+        "type": "object", "required": ["zz"], "additionalProperties": False}}},
+     "response_format.json_schema.schema.required", "'zz'"),
+    ({"type": "grammar", "grammar": "root ::= root"}, "response_format.grammar", "accepts no text"),
     ({"type": "json_object", "schema": '{"type": "object", "minProperties": 3, "properties": {"a": {}}, '
                                        '"additionalProperties": false}'}, "response_format.schema", "minProperties"),
 ])

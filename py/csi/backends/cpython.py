@@ -346,7 +346,10 @@ class CPythonBackend:
             assert m.grammars is not None
             bitmask = m.grammars.xgr.allocate_token_bitmask(1, m.grammars.vocab_size)
             m.matcher.fill_next_token_bitmask(bitmask)
-            logits = apply_bitmask(logits, bitmask.numpy()[0])
+            words = bitmask.numpy()[0]
+            if not words.any():
+                raise GrammarError("the grammar allows no token here: it accepts no text")
+            logits = apply_bitmask(logits, words)
             grammar_s = time.perf_counter() - started
         processed = process_logits(logits, p, m.sequence, m.counts)
         token = sample(processed, p, m.rng)

@@ -21,6 +21,8 @@ from ..index.store import Catalog, ChunkSet, Hit, IndexConfig, Key, ScoreQuery, 
 
 __all__ = ["PyodideBackend", "PyodideHost", "PyodideIndexStore", "run_sync"]
 
+GRAMMAR_ERROR = "[grammar] "
+
 
 class _EagerFuture:
     """A future whose waiter resumes inside ``set_result`` instead of one event-loop turn later.
@@ -120,7 +122,10 @@ class PyodideBackend:
     def _on_step_error(self, ticket: int, message: str) -> None:
         future = self._steps.pop(ticket, None)
         if future is not None:
-            future._settle(None, InternalError(f"forward pass failed: {message}"))
+            if message.startswith(GRAMMAR_ERROR):  # worker/sampling.js marks the grammar's faults
+                future._settle(None, GrammarError(message[len(GRAMMAR_ERROR):]))
+            else:
+                future._settle(None, InternalError(f"forward pass failed: {message}"))
 
     async def load_model(self, model_id: str, device: str, progress: ProgressFn | None) -> ModelInfo:
         def on_progress(p: Any) -> None:

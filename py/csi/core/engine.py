@@ -280,9 +280,14 @@ class Engine:
                     if index:
                         self._backend.next_choice(model.model_id)
                     stats = GenerationStats(grammar_init_s=grammar_init_s if index == 0 else None)
-                    async for delta in decode(self._backend, model, gen.prompt_ids, gen.params, stats, cancelled,
-                                              self._token_bytes.get(model.model_id)):
-                        yield ChoiceEvent(index, delta, stats)
+                    try:
+                        async for delta in decode(self._backend, model, gen.prompt_ids, gen.params, stats,
+                                                  cancelled, self._token_bytes.get(model.model_id)):
+                            yield ChoiceEvent(index, delta, stats)
+                    except GrammarError as exc:
+                        grammar = gen.params.sampling.grammar
+                        param = grammar.param if grammar else None
+                        raise InvalidInputError(compiler_message(str(exc)), param) from None
                     yield ChoiceEvent(index, None, stats)
                     if stats.finish_reason == "abort":
                         for rest in range(index + 1, n):

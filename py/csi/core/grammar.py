@@ -179,6 +179,11 @@ def _check_node(node: Any, path: str, root: Any) -> None:
         elif key == "required":
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise SchemaError("`required` must be an array of strings", here)
+            listed = node.get("properties", {})
+            missing = [v for v in value if not isinstance(listed, dict) or v not in listed]
+            if missing:
+                # the grammar generates only listed properties: it would leave these out
+                raise SchemaError(f"`required` names {missing[0]!r}, which `properties` does not define", here)
         elif key == "pattern" and not isinstance(value, str):
             raise SchemaError("`pattern` must be a string", here)
         elif key == "enum" and (not isinstance(value, list) or not value):
