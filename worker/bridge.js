@@ -205,14 +205,13 @@ export class Bridge {
   }
 
   /**
-   * Compile a grammar for model `id` unless cached; resolves to the seconds spent. Rejects with
-   * the compiler's message.
+   * Compile a grammar for model `id` unless cached. Rejects with the compiler's message.
    * @param {string} id @param {string} specJson {kind, source}
    * @param {string} vocabType @param {boolean} prependSpace @param {string} stopIdsJson
    */
   async compileGrammar(id, specJson, vocabType, prependSpace, stopIdsJson) {
     const grammars = this.chat(id).grammarsFor(vocabType, !!prependSpace, JSON.parse(stopIdsJson));
-    return grammars.compile(JSON.parse(specJson));
+    await grammars.compile(JSON.parse(specJson));
   }
 
   /** @param {string} id @param {string} text @param {boolean} addSpecialTokens */

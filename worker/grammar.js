@@ -89,8 +89,8 @@ export class Grammars {
   }
 
   /**
-   * Compile `spec` unless cached. Returns the seconds spent (0 when cached); throws an Error
-   * whose message is the compiler's.
+   * Compile `spec` unless cached, and return it compiled; throws an Error whose message is the
+   * compiler's.
    * @param {GrammarSpec} spec
    */
   async compile(spec) {
@@ -99,10 +99,9 @@ export class Grammars {
     if (hit) {
       this.cache.delete(key);
       this.cache.set(key, hit);
-      return 0;
+      return hit;
     }
     const compiler = await this.getCompiler();
-    const started = performance.now();
     printed = [];
     let compiled;
     try {
@@ -125,7 +124,7 @@ export class Grammars {
       this.cache.delete(oldest);
       value.dispose();
     }
-    return (performance.now() - started) / 1000;
+    return compiled;
   }
 
   /** Free the compiled grammars and the compiler (the model is being unloaded). */
@@ -141,9 +140,8 @@ export class Grammars {
    * @param {GrammarSpec} spec
    */
   async matcher(spec) {
-    await this.compile(spec);
+    const compiled = await this.compile(spec);
     const xgr = await xgrammar();
-    const compiled = this.cache.get(`${spec.kind}\u0000${spec.source}`);
     return xgr.GrammarMatcher.createGrammarMatcher(compiled);
   }
 }

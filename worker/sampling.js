@@ -3,7 +3,7 @@
 import { applyBitmask } from "./grammar.js";
 
 /** Marks a step error that is the request's grammar's fault (Python makes it a typed error). */
-export const GRAMMAR_ERROR = "[grammar] ";
+const GRAMMAR_ERROR = "[grammar] ";
 // The same algorithm (and the same generator) as csi.backends.cpython, so a seeded request picks
 // the same tokens on both backends when their logits agree.
 
@@ -259,7 +259,7 @@ export class Sampler {
     let started = performance.now();
     if (!this.matcher) {
       this.matcher = await grammars.matcher(/** @type {import("./grammar.js").GrammarSpec} */ (this.params.grammar));
-      started = performance.now(); // creating the matcher is part of grammar_init_s, not per token
+      started = performance.now(); // creating the matcher is once per request, not per-token work
     }
     const bitmask = await this.matcher.getNextTokenBitmask();
     if (!bitmask.some((word) => word !== 0)) {

@@ -39,7 +39,7 @@ class ScriptedBackend:
                             tools: list[dict[str, Any]] | None = None) -> list[int]:
         return [1] * sum(len(m["content"]) + 2 for m in messages)
 
-    async def compile_grammar(self, model_id: str, grammar: Grammar) -> float:
+    async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:
         raise GrammarError("the scripted backend has no grammar compiler")
 
     def encode(self, model_id: str, text: str, add_special_tokens: bool = False) -> list[int]:

@@ -132,6 +132,8 @@ class _Chat:
     grammars: _Grammars | None = None
     grammar_args: tuple[Path, int, list[int]] | None = None
     matcher: Any = None
+    bitmask: Any = None
+    """The matcher's token bitmask, filled anew each step (allocated once per request)."""
 
 
 GRAMMAR_CACHE_SIZE = 64
@@ -158,12 +160,11 @@ class _Grammars:
         return str(self.xgr.Grammar.from_json_schema(dumps(schema), any_whitespace=False, separators=(", ", ": "),
                                                      strict_mode=True))
 
-    def compiled(self, grammar: Grammar) -> tuple[Any, float]:
+    def compiled(self, grammar: Grammar) -> Any:
         key = (grammar.kind, grammar.source)
         if key in self.cache:
             self.cache.move_to_end(key)
-            return self.cache[key], 0.0
-        started = time.perf_counter()
+            return self.cache[key]
         try:
             if grammar.kind == "json_schema":
                 out = self.compiler.compile_json_schema(grammar.source, any_whitespace=False,
@@ -178,7 +179,7 @@ class _Grammars:
         self.cache[key] = out
         if len(self.cache) > GRAMMAR_CACHE_SIZE:
             self.cache.popitem(last=False)
-        return out, time.perf_counter() - started
+        return out
 
 
 def apply_bitmask(logits: np.ndarray, bitmask: np.ndarray) -> np.ndarray:
@@ -280,12 +281,12 @@ class CPythonBackend:
         text = m.template.render(messages=messages, tools=tools, add_generation_prompt=True, **m.special)
         return m.tokenizer.encode(text, add_special_tokens=False).ids
 
-    async def compile_grammar(self, model_id: str, grammar: Grammar) -> float:
+    async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:
         m = self._chat(model_id)
         if m.grammars is None:
             assert m.grammar_args is not None
             m.grammars = _Grammars(*m.grammar_args)
-        return m.grammars.compiled(grammar)[1]
+        m.grammars.compiled(grammar)
 
     def encode(self, model_id: str, text: str, add_special_tokens: bool = False) -> list[int]:
         return self._chat(model_id).tokenizer.encode(text, add_special_tokens=add_special_tokens).ids
@@ -309,8 +310,8 @@ class CPythonBackend:
         m.sampling, m.rng, m.counts, m.matcher = params, Mulberry32(params.seed), {}, None
         if params.grammar is not None:
             assert m.grammars is not None, "compile_grammar comes first"
-            compiled, _ = m.grammars.compiled(params.grammar)
-            m.matcher = m.grammars.xgr.GrammarMatcher(compiled)
+            m.matcher = m.grammars.xgr.GrammarMatcher(m.grammars.compiled(params.grammar))
+            m.bitmask = m.grammars.xgr.allocate_token_bitmask(1, m.grammars.vocab_size)
 
     def next_choice(self, model_id: str) -> None:
         m = self._chat(model_id)
@@ -343,10 +344,8 @@ class CPythonBackend:
         grammar_s = 0.0
         if m.matcher is not None:
             started = time.perf_counter()
-            assert m.grammars is not None
-            bitmask = m.grammars.xgr.allocate_token_bitmask(1, m.grammars.vocab_size)
-            m.matcher.fill_next_token_bitmask(bitmask)
-            words = bitmask.numpy()[0]
+            m.matcher.fill_next_token_bitmask(m.bitmask)
+            words = m.bitmask.numpy()[0]
             if not words.any():
                 raise GrammarError("the grammar allows no token here: it accepts no text")
             logits = apply_bitmask(logits, words)
@@ -387,15 +386,20 @@ def _tojson(value: Any, indent: int | None = None, separators: tuple[str, str] |
     return dumps(value, indent=indent, separators=separators, sort_keys=sort_keys, ensure_ascii=ensure_ascii)
 
 
-def _vocab_list(spec: dict[str, Any]) -> list[str]:
-    """Every token string of a tokenizer.json by id, added tokens included ("" for holes)."""
+def _model_vocab(spec: dict[str, Any]) -> list[str | None]:
+    """The tokenizer.json model's token strings by id (``None`` for holes), added tokens left out."""
     vocab_spec = spec["model"]["vocab"]
     if isinstance(vocab_spec, dict):
-        vocab = [""] * (max(vocab_spec.values(), default=-1) + 1)
+        vocab: list[str | None] = [None] * (max(vocab_spec.values(), default=-1) + 1)
         for token, i in vocab_spec.items():
             vocab[i] = token
-    else:
-        vocab = [piece for piece, _score in vocab_spec]
+        return vocab
+    return [piece for piece, _score in vocab_spec]
+
+
+def _vocab_list(spec: dict[str, Any]) -> list[str]:
+    """Every token string of a tokenizer.json by id, added tokens included ("" for holes)."""
+    vocab = [t or "" for t in _model_vocab(spec)]
     for t in spec.get("added_tokens", []):
         if t["id"] >= len(vocab):
             vocab += [""] * (t["id"] + 1 - len(vocab))
@@ -405,12 +409,5 @@ def _vocab_list(spec: dict[str, Any]) -> list[str]:
 
 def _token_bytes(path: Path) -> TokenBytes | None:
     spec = loads(path.read_text())
-    vocab_spec = spec["model"]["vocab"]
-    if isinstance(vocab_spec, dict):
-        vocab: list[str | None] = [None] * (max(vocab_spec.values(), default=-1) + 1)
-        for token, i in vocab_spec.items():
-            vocab[i] = token
-    else:
-        vocab = [piece for piece, _score in vocab_spec]
     added = [(t["id"], t["content"], bool(t.get("special"))) for t in spec.get("added_tokens", [])]
-    return build_token_bytes(spec.get("decoder"), vocab, added)
+    return build_token_bytes(spec.get("decoder"), _model_vocab(spec), added)

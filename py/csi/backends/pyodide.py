@@ -160,18 +160,16 @@ class PyodideBackend:
         tools_json = dumps(tools) if tools else None
         return self._bridge.applyChatTemplate(model_id, dumps(messages), tools_json).to_py().tolist()
 
-    async def compile_grammar(self, model_id: str, grammar: Grammar) -> float:
-        if model_id not in self._vocab_types:
-            self._vocab_types[model_id] = vocab_type(loads(self._bridge.tokenTable(model_id))["decoder"])
-        kind, prepend = self._vocab_types[model_id]
+    async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:
+        kind, prepend = self._vocab_types[model_id]  # from the token table the engine read at load
         try:
             spec = grammar.to_dict()
             if grammar.kind == "structural_tag":
                 tag = loads(grammar.source)
                 ebnf = {dumps(s): str(await self._bridge.jsonSchemaToEBNF(dumps(s))) for s in json_formats(tag)}
                 spec["compiled_source"] = dumps(compact_json_formats(tag, lambda s: ebnf[dumps(s)]))
-            return float(await self._bridge.compileGrammar(
-                model_id, dumps(spec), kind, prepend, dumps(list(self._eos.get(model_id, ())))))
+            await self._bridge.compileGrammar(
+                model_id, dumps(spec), kind, prepend, dumps(list(self._eos.get(model_id, ()))))
         except JsException as exc:
             raise GrammarError(exc.message) from None
 

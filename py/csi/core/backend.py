@@ -82,9 +82,9 @@ class Backend(Protocol):
         template, generation prompt added."""
         ...
 
-    async def compile_grammar(self, model_id: str, grammar: Grammar) -> float:
-        """Compile ``grammar`` for this model's vocabulary (xgrammar) unless it is cached; return
-        the seconds it took (0 when cached). Raise ``GrammarError`` with the compiler's message."""
+    async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:
+        """Compile ``grammar`` for this model's vocabulary (xgrammar) unless it is cached. Raise
+        ``GrammarError`` with the compiler's message."""
         ...
 
     def encode(self, model_id: str, text: str, add_special_tokens: bool = False) -> list[int]:

@@ -78,6 +78,12 @@ class Generation:
             return None
         return ToolCallParser(self.tools, self.tool_format)
 
+    def reply(self, text: str) -> tuple[str | None, list[tuple[str, str, str]]]:
+        """A whole choice's text as content and tool calls (id, name, arguments); with no tools
+        in play, the text itself and no calls."""
+        parser = self.tool_parser()
+        return (text, []) if parser is None else parser.whole(text)
+
     def token_bytes(self, token: int) -> bytes:
         """The bytes of one token of this model (for log-probabilities)."""
         return self._engine.token_bytes(self.model.model_id, token)
@@ -246,14 +252,17 @@ class Engine:
             params = replace(params, stop=(), ignore_eos=False)
         return Generation(self, model, ids, params, request.n, request_id, request.tools, tool_format)
 
-    async def _compile(self, gen: Generation) -> float:
+    async def _compile(self, gen: Generation) -> float | None:
+        """Compile the request's grammar; the seconds it took (``None``: no grammar)."""
         grammar = gen.params.sampling.grammar
         if grammar is None:
-            return 0.0
+            return None
+        started = time.perf_counter()
         try:
-            return await self._backend.compile_grammar(gen.model.model_id, grammar)
+            await self._backend.compile_grammar(gen.model.model_id, grammar)
         except GrammarError as exc:
             raise InvalidInputError(compiler_message(str(exc)), grammar.param) from None
+        return time.perf_counter() - started
 
     async def _run(self, gen: Generation) -> AsyncIterator[ChoiceEvent]:
         """Generate ``gen.n`` choices, one after the other, under the model's lock.
@@ -272,9 +281,7 @@ class Engine:
                 def cancelled() -> bool:
                     return self._interrupt_epoch != epoch or key in self._aborted
 
-                started = time.perf_counter()
-                await self._compile(gen)
-                grammar_init_s = time.perf_counter() - started if gen.params.sampling.grammar else None
+                grammar_init_s = await self._compile(gen)
                 self._backend.set_sampling(model.model_id, gen.params.sampling)
                 for index in range(n):
                     if index:

@@ -44,13 +44,14 @@ def structural_tag_grammar(format_: dict[str, Any], param: str) -> Grammar:
 
 def json_formats(tag: Any) -> list[Any]:
     """The JSON Schemas of every ``json_schema`` format in a structural tag, in order."""
-    if isinstance(tag, list):
-        return [s for item in tag for s in json_formats(item)]
-    if not isinstance(tag, dict):
-        return []
-    if tag.get("type") == "json_schema" and "json_schema" in tag:
-        return [tag["json_schema"]]
-    return [s for v in tag.values() for s in json_formats(v)]
+    found: list[Any] = []
+
+    def record(schema: Any) -> str:
+        found.append(schema)
+        return ""
+
+    compact_json_formats(tag, record)
+    return found
 
 
 def compact_json_formats(tag: Any, to_ebnf: Callable[[Any], str]) -> Any:

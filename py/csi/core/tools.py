@@ -230,6 +230,13 @@ class ToolCallParser:
             else:
                 yield TextPiece(rest)
 
+    def whole(self, text: str) -> tuple[str | None, list[tuple[str, str, str]]]:
+        """A whole reply split into its content (``None`` when it is only calls, stripped when
+        there are calls) and its calls (id, name, arguments)."""
+        content = "".join(e.text for e in [*self.push(text), *self.flush()] if isinstance(e, TextPiece))
+        calls = self.tool_calls()
+        return ((content.strip() or None) if calls else content), calls
+
     def tool_calls(self) -> list[tuple[str, str, str]]:
         """(id, name, arguments) of every call so far."""
         return [(cid, name, "".join(parts)) for cid, name, parts in self.calls]

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...core.decode import GenerationStats, TextDelta
 from ...core.engine import ChoiceEvent, Engine, Generation
-from ...core.tools import ArgumentsPiece, CallStart, TextPiece, ToolCallParser, ToolEvent
+from ...core.tools import ArgumentsPiece, CallStart, TextPiece, ToolEvent
 from ...wire import parse_request
 from .protocol import (
     ChatCompletion,
@@ -107,11 +107,10 @@ def _delta(events: list[ToolEvent]) -> Delta:
     return Delta(role="assistant", content=text or None, tool_calls=calls or None)
 
 
-def _finish(stats: GenerationStats, parser: ToolCallParser | None) -> ChatFinishReason:
+def _finish(stats: GenerationStats, called: bool) -> ChatFinishReason:
+    """``tool_calls`` for a reply that ended by itself after calling tools."""
     assert stats.finish_reason is not None
-    if parser is not None and parser.calls and stats.finish_reason == "stop":
-        return "tool_calls"
-    return stats.finish_reason
+    return "tool_calls" if called and stats.finish_reason == "stop" else stats.finish_reason
 
 
 def _chat_generation(engine: Engine, request: Any, request_id: str | None) -> tuple[ChatCompletionRequest, Generation]:
@@ -153,7 +152,8 @@ async def chat_completion_stream(
             if rest.content is not None or rest.tool_calls is not None:
                 yield chunk([ChunkChoice(index=event.index, delta=rest)])
         finished.add(event)
-        done = chunk([ChunkChoice(index=event.index, delta=Delta(), finish_reason=_finish(event.stats, parser),
+        finish = _finish(event.stats, bool(parser and parser.calls))
+        done = chunk([ChunkChoice(index=event.index, delta=Delta(), finish_reason=finish,
                                   token_ids=[] if with_ids else None)])
         if event.index == gen.n - 1 and not include_usage:
             done.usage = finished.usage()
@@ -174,28 +174,21 @@ async def chat_completion(engine: Engine, request: Any, request_id: str | None =
         id="chatcmpl-" + secrets.token_hex(12), created=int(time.time()), model=gen.model.model_id,
         usage=usage([r.stats for r in results]), prompt_token_ids=gen.prompt_ids if with_ids else None,
         choices=[
-            Choice(index=i, message=message, finish_reason=_finish(r.stats, parser),
+            Choice(index=i, message=message, finish_reason=_finish(r.stats, bool(message.tool_calls)),
                    logprobs=ChoiceLogprobs(content=[lp for d in r.deltas for lp in _chat_logprobs(gen, d)])
                    if with_logprobs else None,
                    token_ids=r.token_ids if with_ids else None)
             for i, r in enumerate(results)
-            for message, parser in [_message(gen, r.text)]
+            for message in [_message(gen, r.text)]
         ],
     )
 
 
-def _message(gen: Generation, text: str) -> tuple[ChatCompletionMessage, ToolCallParser | None]:
+def _message(gen: Generation, text: str) -> ChatCompletionMessage:
     """The whole reply: its text, or (when tools were called) the calls and any text around them."""
-    parser = gen.tool_parser()
-    if parser is None:
-        return ChatCompletionMessage(content=text), None
-    events = [*parser.push(text), *parser.flush()]
-    content = "".join(e.text for e in events if isinstance(e, TextPiece))
-    calls = [ToolCallOut(id=cid, function=FunctionCall(name=name, arguments=args))
-             for cid, name, args in parser.tool_calls()]
-    if not calls:
-        return ChatCompletionMessage(content=content), parser
-    return ChatCompletionMessage(content=content.strip() or None, tool_calls=calls), parser
+    content, calls = gen.reply(text)
+    return ChatCompletionMessage(content=content, tool_calls=[
+        ToolCallOut(id=cid, function=FunctionCall(name=name, arguments=args)) for cid, name, args in calls] or None)
 
 
 async def create_chat_completion(

@@ -11,7 +11,6 @@ from pydantic import Field
 from ...core.engine import ChoiceResult, Engine, Generation
 from ...core.grammar import Grammar
 from ...core.request import ChatMessage, GenerationParams, GenerationRequest, SamplingParams, ToolCall
-from ...core.tools import TextPiece
 from ...errors import blame
 from ...wire import Strict, parse_batch
 from ..openai.structured import (
@@ -156,7 +155,7 @@ class ChatBatch(Strict):
     requests: list[ChatRequest]
 
 
-def _result(gen: Generation, r: ChoiceResult, logprobs: Logprobs) -> dict[str, Any]:
+def _result(gen: Generation, r: ChoiceResult, logprobs: Logprobs, called: bool) -> dict[str, Any]:
     def lp(token: int, value: float) -> dict[str, Any]:
         return {"token": list(gen.token_bytes(token)), "logprob": value}
 
@@ -165,10 +164,8 @@ def _result(gen: Generation, r: ChoiceResult, logprobs: Logprobs) -> dict[str, A
          "top": [lp(t, v) for t, v in s.top] if isinstance(logprobs, TopLogprobs) else []}
         for s in r.steps]
     finish: str = "stop" if r.stats.finish_reason == "abort" else str(r.stats.finish_reason)
-    parser = gen.tool_parser()
-    if parser is not None and finish == "stop":
-        list(parser.push(r.text))
-        finish = "tool_calls" if parser.calls else finish
+    if called and finish == "stop":
+        finish = "tool_calls"
     return {
         "finish_reason": finish,
         "logprobs": distributions,
@@ -177,20 +174,22 @@ def _result(gen: Generation, r: ChoiceResult, logprobs: Logprobs) -> dict[str, A
 
 
 async def _each(engine: Engine, requests: Sequence[CompletionRequest | ChatRequest],
-                key: str, body: Callable[[Generation, ChoiceResult], Any]) -> list[dict[str, Any]]:
-    """Run the requests one after the other; each result is ``{key: body(choice), ...the rest}``."""
+                key: str, body: Callable[[Generation, ChoiceResult], tuple[Any, bool]]) -> list[dict[str, Any]]:
+    """Run the requests one after the other; each result is ``{key: value, ...the rest}`` where
+    ``body`` gives the value and whether tools were called."""
     out = []
     for i, req in enumerate(requests):
         with blame(f"requests[{i}]"):
             gen = engine.generate(req.to_generation_request())
             [r] = await gen.collect()
-        out.append({key: body(gen, r), **_result(gen, r, req.params.logprobs)})
+        value, called = body(gen, r)
+        out.append({key: value, **_result(gen, r, req.params.logprobs, called)})
     return out
 
 
 async def complete(engine: Engine, requests: Any) -> list[dict[str, Any]]:
     """``inference.complete``: raw prompts (no chat template), results in request order."""
-    return await _each(engine, parse_batch(CompleteBatch, requests).requests, "text", lambda _, r: r.text)
+    return await _each(engine, parse_batch(CompleteBatch, requests).requests, "text", lambda _, r: (r.text, False))
 
 
 async def chat(engine: Engine, requests: Any) -> list[dict[str, Any]]:
@@ -198,14 +197,10 @@ async def chat(engine: Engine, requests: Any) -> list[dict[str, Any]]:
     return await _each(engine, parse_batch(ChatBatch, requests).requests, "message", _message)
 
 
-def _message(gen: Generation, r: ChoiceResult) -> dict[str, Any]:
+def _message(gen: Generation, r: ChoiceResult) -> tuple[dict[str, Any], bool]:
     """The assistant's message; with tool calls (pharia:skill@0.4) their id, name and arguments."""
-    parser = gen.tool_parser()
-    if parser is None:
-        return {"role": "assistant", "content": r.text}
-    events = [*parser.push(r.text), *parser.flush()]
-    text = "".join(e.text for e in events if isinstance(e, TextPiece))
-    calls = [{"id": cid, "name": name, "arguments": args} for cid, name, args in parser.tool_calls()]
-    if not calls:
-        return {"role": "assistant", "content": text}
-    return {"role": "assistant", "content": text.strip() or None, "tool_calls": calls}
+    content, calls = gen.reply(r.text)
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = [{"id": cid, "name": name, "arguments": args} for cid, name, args in calls]
+    return message, bool(calls)
