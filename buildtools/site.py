@@ -21,6 +21,7 @@ VENDOR = {
                                           "python_stdlib.zip", "pyodide-lock.json"]),
     "vendor/transformers": (NODE / "@huggingface/transformers/dist", ["transformers.js"]),
     "vendor/xgrammar": (NODE / "@mlc-ai/web-xgrammar/lib", ["index.js"]),
+    "vendor/echarts": (NODE / "echarts/dist", ["echarts.esm.min.mjs"]),  # the playground's charts
     # The ORT runtime transformers.js bundles, served from the same version's npm package.
     "vendor/ort": (NODE / "onnxruntime-web/dist", ["ort-wasm-simd-threaded.asyncify.mjs",
                                                    "ort-wasm-simd-threaded.asyncify.wasm"]),
@@ -76,12 +77,13 @@ def cached_build(name: str, sources: list[Path], build: Callable[[Path], None]) 
 
 
 def build_models() -> dict[str, Path]:
-    from . import minilm, tiny_chat
+    from . import minilm, tiny_chat, tiny_gpt2
 
     here = Path(__file__).parent
     return {
         "tiny-chat": cached_build("tiny-chat", [here / "tiny_chat.py", here / "tiny_chat_tools.py"], tiny_chat.build),
         "all-minilm-l6-v2": cached_build("all-minilm-l6-v2", [here / "minilm.py"], minilm.build),
+        "tiny-gpt2": cached_build("tiny-gpt2", [here / "tiny_gpt2.py"], tiny_gpt2.build),
     }
 
 

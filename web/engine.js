@@ -222,6 +222,12 @@ export class WebWorkerEngine {
     this.remote = {
       generate: (request) => this.send("remote_generate", { request }),
       getLlmType: (request = {}) => this.send("remote_llm_type", { request }),
+      /**
+       * Each prompt token's embeddings and final hidden state, and the likeliest next tokens.
+       * @param {{prompt: string, api_key?: string, fft_embeddings?: boolean, embedding_trunkation?: number,
+       *   top_k_logits?: number, model?: string}} request
+       */
+      generationalGuts: (request) => this.send("remote_guts", { request }),
     };
   }
 

@@ -10,11 +10,12 @@ import {
 } from "../vendor/transformers/transformers.js";
 import { ChatModel } from "./chat_model.js";
 import { jsonSchemaToEBNF } from "./grammar.js";
+import { Guts } from "./guts.js";
 import { configureRuntime } from "./runtime_env.js";
 import { Sampler } from "./sampling.js";
 
 /** Models built into the site: served from /models/<id>/, full precision. */
-export const BUILTIN_MODELS = ["tiny-chat", "all-minilm-l6-v2"];
+export const BUILTIN_MODELS = ["tiny-chat", "all-minilm-l6-v2", "tiny-gpt2"];
 
 configureRuntime();
 
@@ -111,7 +112,10 @@ export class Bridge {
    */
   async loadModel(id, device, onProgress, dtype = null) {
     if (device === "auto") device = (await webgpuAvailable()) ? "webgpu" : "wasm";
-    const progress_callback = (e) =>
+    /** @type {Set<string>} the ONNX files (and their external data) transformers.js reads */
+    const onnxFiles = new Set();
+    const progress_callback = (e) => {
+      if (e.status === "done" && /\.onnx(_data(_\d+)?)?$/.test(e.file ?? "")) onnxFiles.add(e.file);
       onProgress({
         stage: e.status,
         file: e.file ?? null,
@@ -119,6 +123,7 @@ export class Bridge {
         total: e.total ?? 0,
         model: id,
       });
+    };
     const options = { device, progress_callback };
     const chosen = dtype ?? (BUILTIN_MODELS.includes(id) ? "fp32" : null);
     if (chosen) options.dtype = chosen;
@@ -131,6 +136,7 @@ export class Bridge {
         AutoModelForCausalLM.from_pretrained(id, options),
       ]);
       const m = new ChatModel(id, tokenizer, model, config);
+      m.guts = new Guts(m, [...onnxFiles], BUILTIN_MODELS.includes(id));
       this.models.set(id, m);
       const gen = model.generation_config ?? {};
       const eos = [gen.eos_token_id, config.eos_token_id, tokenizer.eos_token_id]
@@ -138,7 +144,7 @@ export class Bridge {
         .filter((x) => typeof x === "number");
       info = {
         kind: "chat",
-        context_length: config.max_position_embeddings ?? tokenizer.model_max_length ?? 2048,
+        context_length: config.max_position_embeddings ?? config.n_positions ?? tokenizer.model_max_length ?? 2048,
         eos_token_ids: [...new Set(eos)],
         vocab_size: config.vocab_size ?? 0,
       };
@@ -164,6 +170,7 @@ export class Bridge {
       m.reset();
       m.sampler.dispose();
       await m.grammars?.dispose();
+      await m.guts?.dispose();
       await m.model.dispose?.();
     } else if (m) {
       await m.extractor.dispose?.();
@@ -301,6 +308,25 @@ export class Bridge {
       vocab: Array.from(tok._tokenizer.model.vocab),
       added,
     });
+  }
+
+  /**
+   * The decoder's ONNX graph (nodes, inputs, outputs, initializer shapes) and its config, as JSON,
+   * for Python to name the tensors guts reads.
+   * @param {string} id
+   */
+  async gutsGraph(id) {
+    const m = this.chat(id);
+    return JSON.stringify({ graph: await m.guts.graph(), config: m.config });
+  }
+
+  /**
+   * Run a prompt through the guts session (made on first use) and shape the vectors.
+   * @param {string} id @param {Int32Array|number[]} ids @param {string} planJson
+   */
+  async guts(id, ids, planJson) {
+    const r = await this.chat(id).guts.run(ids, JSON.parse(planJson));
+    return { ...r, top: JSON.stringify(r.top) };
   }
 
   /** @param {string} id @param {string} textsJson */

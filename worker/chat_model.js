@@ -24,6 +24,8 @@ export class ChatModel {
     this.sampler = new Sampler({ temperature: 0, top_k: 0, top_p: 1, seed: 0 });
     /** @type {Grammars|null} */
     this.grammars = null;
+    /** @type {import("./guts.js").Guts|null} set by the Bridge */
+    this.guts = null;
     const session = model.sessions.model ?? Object.values(model.sessions)[0];
     this.cacheInputs = session.inputNames.filter((n) => n.startsWith("past_key_values."));
     this.cacheMeta = Object.fromEntries((session.inputMetadata ?? []).map((m) => [m.name, m]));
@@ -32,8 +34,8 @@ export class ChatModel {
 
   emptyCache() {
     const c = this.config;
-    const heads = c.num_key_value_heads ?? c.num_attention_heads;
-    const headDim = c.head_dim ?? c.hidden_size / c.num_attention_heads;
+    const heads = c.num_key_value_heads ?? c.num_attention_heads ?? c.n_head;
+    const headDim = c.head_dim ?? (c.hidden_size ?? c.n_embd) / (c.num_attention_heads ?? c.n_head);
     const cache = {};
     for (const name of this.cacheInputs) {
       const meta = this.cacheMeta[name];

@@ -32,6 +32,7 @@
  * @typedef {{id: string, type: "llm_embeddings", request: {model: string, text: string[]}}} LlmEmbeddingsMessage
  * @typedef {{id: string, type: "remote_generate", request: any}} RemoteGenerateMessage
  * @typedef {{id: string, type: "remote_llm_type", request: any}} RemoteLlmTypeMessage
+ * @typedef {{id: string, type: "remote_guts", request: any}} RemoteGutsMessage
  * @typedef {{id: string, type: "csi_chunk", request: any[]}} CsiChunkMessage
  * @typedef {{id: string, type: "csi_chunk_with_offsets", request: any[]}} CsiChunkWithOffsetsMessage
  * @typedef {{id: string, type: "csi_select_language", request: any[]}} CsiSelectLanguageMessage
@@ -64,7 +65,7 @@
  *
  * @typedef {LoadMessage | ChatMessage | CompletionMessage | EmbeddingsMessage | CsiCompleteMessage
  *   | CsiChatMessage | LlmInferMessage | LlmEmbeddingsMessage | RemoteGenerateMessage
- *   | RemoteLlmTypeMessage | CsiChunkMessage | CsiChunkWithOffsetsMessage | CsiSelectLanguageMessage
+ *   | RemoteLlmTypeMessage | RemoteGutsMessage | CsiChunkMessage | CsiChunkWithOffsetsMessage | CsiSelectLanguageMessage
  *   | CsiSearchMessage | CsiDocumentsMessage | CsiDocumentMetadataMessage | IndexDeleteMessage
  *   | IndexListMessage | IndexDropMessage | IndexCreateMessage | IndexPutMessage
  *   | SkillsRegisterMessage | SkillsListMessage | SkillsMetadataMessage | SkillsRunMessage
@@ -140,6 +141,7 @@ export const ROUTES = Object.freeze(/** @satisfies {Record<MessageType, Mode>} *
   llm_embeddings: "whole",
   remote_generate: "whole",
   remote_llm_type: "whole",
+  remote_guts: "whole",
   csi_chunk: "whole",
   csi_chunk_with_offsets: "whole",
   csi_select_language: "whole",

@@ -23,6 +23,7 @@ from tokenizers import Tokenizer
 
 from ..core.backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult, reusable_prefix
 from ..core.grammar import Grammar, GrammarError, compact_json_formats, vocab_type
+from ..core.guts import GraphSummary, GutsArrays, GutsTensors, find_tensors, rotary_inv_freq
 from ..core.token_bytes import TokenBytes, build_token_bytes
 from ..errors import ModelLoadError
 
@@ -134,6 +135,57 @@ class _Chat:
     matcher: Any = None
     bitmask: Any = None
     """The matcher's token bitmask, filled anew each step (allocated once per request)."""
+    folder: Path = Path()
+    config: dict[str, Any] = field(default_factory=dict)
+    guts: _GutsSession | None = None
+
+
+@dataclass
+class _GutsSession:
+    """A second session of a chat model whose graph also outputs the tensors guts reads."""
+
+    session: ort.InferenceSession
+    tensors: GutsTensors
+    inv_freq: np.ndarray | None
+    """float32 RoPE frequencies when the positional embedding is the rotary table."""
+
+    @classmethod
+    def create(cls, folder: Path, config: dict[str, Any]) -> _GutsSession:
+        import onnx  # only when guts are asked for
+
+        model = onnx.load(str(folder / "onnx" / "model.onnx"))
+        g = model.graph
+        summary = GraphSummary(tuple(i.name for i in g.input), tuple(o.name for o in g.output),
+                               tuple((n.op_type, tuple(n.input), tuple(n.output)) for n in g.node),
+                               {i.name: tuple(i.dims) for i in g.initializer})
+        tensors = find_tensors(summary, config)
+        g.output.extend(onnx.ValueInfoProto(name=name) for name in tensors.extra_outputs())
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        inv = None if tensors.positional else np.asarray(rotary_inv_freq(config), dtype=np.float32)
+        return cls(session, tensors, inv)
+
+    def run(self, feeds: dict[str, np.ndarray], fft: bool, keep: int, top_k: int) -> GutsArrays:
+        t = self.tensors
+        names = [t.logits, t.hidden, t.token_embedding] + ([t.positional] if t.positional else [])
+        logits, hidden, token, *positional = (x[0] for x in self.session.run(names, feeds))
+        if self.inv_freq is not None:
+            angles = feeds["position_ids"][0].astype(np.float32)[:, None] * self.inv_freq[None, :]
+            positions = np.concatenate([np.cos(angles.astype(np.float64)), np.sin(angles.astype(np.float64))], axis=1)
+        else:
+            positions = positional[0]
+
+        def shown(v: np.ndarray) -> list[list[float]]:
+            if fft:
+                v = np.fft.fft(v.astype(np.float64), axis=1).real
+            return np.asarray(v[:, :keep] if keep else v, dtype=np.float32).tolist()
+
+        z = logits[-1].astype(np.float64)
+        top = np.lexsort((np.arange(len(z)), -z))[:top_k]
+        probs = np.exp(z[top] - z.max()) / np.exp(z - z.max()).sum()
+        return GutsArrays(shown(token), shown(positions), shown(hidden),
+                          [(int(i), float(np.float32(z[i])), float(p)) for i, p in zip(top, probs, strict=True)])
 
 
 GRAMMAR_CACHE_SIZE = 64
@@ -222,15 +274,17 @@ class CPythonBackend:
             env.filters["tojson"] = _tojson
             special = {k: v for k, v in tok_config.items() if k.endswith("_token") and isinstance(v, str)}
             names = [i.name for i in session.get_inputs()]
+            heads = config.get("num_attention_heads", config.get("n_head"))
+            width = config.get("hidden_size", config.get("n_embd"))
             chat = _Chat(
                 tokenizer=tokenizer, session=session,
-                template=env.from_string(tok_config["chat_template"]), special=special,
-                kv_heads=config.get("num_key_value_heads", config["num_attention_heads"]),
-                head_dim=config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"],
+                template=env.from_string(tok_config.get("chat_template") or ""), special=special,
+                kv_heads=config.get("num_key_value_heads", heads), head_dim=config.get("head_dim") or width // heads,
                 cache_inputs=[n for n in names if n.startswith("past_key_values.")],
                 uses_position_ids="position_ids" in names,
                 token_bytes=_token_bytes(folder / "tokenizer.json"),
                 chat_template=tok_config.get("chat_template"),
+                folder=folder, config=config,
             )
             self._models[model_id] = chat
             gen_path = folder / "generation_config.json"
@@ -238,7 +292,8 @@ class CPythonBackend:
             eos = [gen.get("eos_token_id"), config.get("eos_token_id")]
             eos_ids = sorted({e for x in eos for e in (x if isinstance(x, list) else [x]) if isinstance(e, int)})
             chat.grammar_args = (folder, int(config.get("vocab_size", 0)), eos_ids)
-            return ModelInfo(model_id, "chat", int(config.get("max_position_embeddings", 2048)),
+            context = config.get("max_position_embeddings", config.get("n_positions", 2048))
+            return ModelInfo(model_id, "chat", int(context),
                              tuple(eos_ids), int(config.get("vocab_size", 0)))
         max_len = int(tok_config.get("model_max_length", 512))
         tokenizer.enable_truncation(min(max_len, 100_000))
@@ -319,18 +374,23 @@ class CPythonBackend:
         if m.matcher is not None:
             m.matcher.reset()
 
-    def forward(self, model_id: str, ids: list[int]) -> np.ndarray:
-        """Run ``ids`` after the cache; keep the new cache; return the last position's logits."""
-        m = self._chat(model_id)
-        n, start = len(ids), len(m.sequence)
+    def _feeds(self, m: _Chat, ids: list[int], start: int) -> dict[str, np.ndarray]:
+        n = len(ids)
         feeds: dict[str, np.ndarray] = {
             "input_ids": np.asarray([ids], dtype=np.int64),
             "attention_mask": np.ones((1, start + n), dtype=np.int64),
+            "position_ids": np.arange(start, start + n, dtype=np.int64)[None, :],
         }
-        if m.uses_position_ids:
-            feeds["position_ids"] = np.arange(start, start + n, dtype=np.int64)[None, :]
+        if not m.uses_position_ids:
+            del feeds["position_ids"]
         for name in m.cache_inputs:
-            feeds[name] = m.past.get(name, np.zeros((1, m.kv_heads, 0, m.head_dim), dtype=np.float32))
+            feeds[name] = (m.past if start else {}).get(name, np.zeros((1, m.kv_heads, 0, m.head_dim), np.float32))
+        return feeds
+
+    def forward(self, model_id: str, ids: list[int]) -> np.ndarray:
+        """Run ``ids`` after the cache; keep the new cache; return the last position's logits."""
+        m = self._chat(model_id)
+        feeds = self._feeds(m, ids, len(m.sequence))
         names = [o.name for o in m.session.get_outputs()]
         outputs = dict(zip(names, m.session.run(names, feeds), strict=True))
         m.past = {k.replace("present", "past_key_values"): v for k, v in outputs.items() if k.startswith("present")}
@@ -362,6 +422,15 @@ class CPythonBackend:
             return StepResult(token, grammar_s=grammar_s)
         logprob, top = token_logprobs(processed, token, p.top_logprobs)
         return StepResult(token, logprob, top, grammar_s)
+
+    async def guts(self, model_id: str, ids: list[int], *, fft: bool, keep: int, top_k: int) -> GutsArrays:
+        m = self._chat(model_id)
+        if m.guts is None:
+            m.guts = _GutsSession.create(m.folder, m.config)
+        feeds = self._feeds(m, ids, 0)
+        feeds.setdefault("position_ids", np.arange(len(ids), dtype=np.int64)[None, :])
+        feeds = {k: v for k, v in feeds.items() if k in {i.name for i in m.guts.session.get_inputs()}}
+        return m.guts.run(feeds, fft, keep, top_k)
 
     async def embed(self, model_id: str, texts: list[str]) -> Embeddings:
         m = self._models[model_id]

@@ -15,6 +15,7 @@ from pyodide.ffi import JsException, create_proxy, run_sync, to_js
 
 from ..core.backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult
 from ..core.grammar import Grammar, GrammarError, compact_json_formats, json_formats, vocab_type
+from ..core.guts import GraphSummary, GutsArrays, GutsPlan, GutsTensors, find_tensors, rotary_inv_freq
 from ..core.token_bytes import TokenBytes, build_token_bytes
 from ..errors import InternalError, ModelLoadError, ModelNotSupportedError, NotFoundError
 from ..index.store import Catalog, ChunkSet, Hit, IndexConfig, Key, ScoreQuery, StaleCatalogError, StoredDocument
@@ -102,6 +103,7 @@ class PyodideBackend:
         bridge.setStepCallbacks(*self._callbacks)
         self._vocab_types: dict[str, tuple[str, bool]] = {}
         self._eos: dict[str, tuple[int, ...]] = {}
+        self._guts: dict[str, tuple[GutsTensors, tuple[float, ...] | None]] = {}
 
     def _on_token(self, ticket: int, token: int, logprobs: str | None = None, grammar_s: float | None = None) -> None:
         future = self._steps.pop(ticket, None)
@@ -149,6 +151,7 @@ class PyodideBackend:
         )
 
     async def unload_model(self, model_id: str) -> None:
+        self._guts.pop(model_id, None)
         await self._bridge.unloadModel(model_id)
 
     def chat_template(self, model_id: str) -> str | None:
@@ -217,6 +220,32 @@ class PyodideBackend:
 
     def count_tokens(self, model_id: str, texts: list[str]) -> list[int]:
         return self._bridge.countTokens(model_id, dumps(texts)).to_py().tolist()
+
+    async def guts(self, model_id: str, ids: list[int], *, fft: bool, keep: int, top_k: int) -> GutsArrays:
+        found = self._guts.get(model_id)
+        if found is None:
+            try:
+                spec = loads(await self._bridge.gutsGraph(model_id))
+            except JsException as exc:
+                raise ModelNotSupportedError(f"could not read the model's ONNX graph: {exc.message}", "model") from None
+            tensors = find_tensors(GraphSummary.from_json(spec["graph"]), spec["config"])
+            found = (tensors, None if tensors.positional else rotary_inv_freq(spec["config"]))
+            self._guts[model_id] = found
+        plan = GutsPlan(found[0], found[1], fft, keep, top_k)
+        try:
+            out = await self._bridge.guts(model_id, to_js(ids), dumps(plan.to_json()))
+        except JsException as exc:
+            raise ModelNotSupportedError(f"the model's insides could not be computed: {exc.message}",
+                                         "model") from None
+        rows, width, pos_width = int(out.rows), int(out.width), int(out.posWidth)
+        flat = out.data.to_py().tolist()
+
+        def matrix(start: int, w: int) -> list[list[float]]:
+            return [flat[start + i * w: start + (i + 1) * w] for i in range(rows)]
+
+        return GutsArrays(matrix(0, width), matrix(rows * width, pos_width),
+                          matrix(rows * (width + pos_width), width),
+                          [(int(i), float(lg), float(p)) for i, lg, p in loads(out.top)])
 
     async def embed(self, model_id: str, texts: list[str]) -> Embeddings:
         try:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from .grammar import Grammar
+from .guts import GutsArrays
 from .request import SamplingParams
 from .token_bytes import TokenBytes
 
@@ -119,6 +120,13 @@ class Backend(Protocol):
         ...
 
     async def embed(self, model_id: str, texts: list[str]) -> Embeddings: ...
+
+    async def guts(self, model_id: str, ids: list[int], *, fft: bool, keep: int, top_k: int) -> GutsArrays:
+        """Run ``ids`` (no cache) through a session of the model that also outputs the tensors
+        ``csi.core.guts.find_tensors`` names (made on first use, freed with the model). Each vector:
+        the real part of its DFT if ``fft``, then its first ``keep`` values (0: all). Raise
+        ``ModelNotSupportedError`` when the graph lacks them."""
+        ...
 
     def builtin_models(self) -> tuple[str, ...]:
         """Model ids this backend can load without the network."""

@@ -13,6 +13,7 @@ from ..errors import ContextWindowExceededError, InvalidInputError, ModelNotSupp
 from .backend import Backend, Embeddings, ModelInfo, ProgressFn, StepResult
 from .decode import FinishReason, GenerationStats, TextDelta, decode
 from .grammar import GrammarError, compiler_message
+from .guts import GutsArrays
 from .request import GenerationParams, GenerationRequest, Tool
 from .token_bytes import TokenBytes
 from .tools import ToolCallParser, ToolFormat, detect_format, template_messages, tool_grammar
@@ -41,6 +42,14 @@ class ChoiceResult:
     def finish_reason(self) -> FinishReason:
         assert self.stats.finish_reason is not None, "the choice has not ended"
         return self.stats.finish_reason
+
+
+@dataclass(frozen=True)
+class Guts:
+    """A prompt's token ids and what the model makes of them (``Engine.guts``)."""
+
+    ids: list[int]
+    arrays: GutsArrays
 
 
 @dataclass(frozen=True)
@@ -206,6 +215,33 @@ class Engine:
             return table.table[token]
         return self._backend.decode(model_id, [token]).encode()
 
+    def token_text(self, model_id: str, token: int) -> str:
+        """One token as text: its own bytes as UTF-8 (U+FFFD where it holds part of a character),
+        special tokens as written."""
+        table = self._token_bytes.get(model_id)
+        if table is not None and table.specials and token in table.specials:
+            return table.specials[token].decode("utf-8", "replace")
+        return self.token_bytes(model_id, token).decode("utf-8", "replace")
+
+    # ---- insides -------------------------------------------------------------------------------
+
+    async def guts(self, model: ModelInfo, prompt: str, *, fft: bool, keep: int, top_k: int) -> Guts:
+        """Each prompt token's embeddings and final-norm hidden state, and the ``top_k`` most likely
+        next tokens, in turn with the model's other requests (params ``prompt``, ``top_k_logits``)."""
+        ids = self._backend.encode(model.model_id, prompt, add_special_tokens=True)
+        if not ids:
+            raise InvalidInputError("the prompt is empty", "prompt")
+        if len(ids) > model.context_length:
+            raise ContextWindowExceededError(
+                f"the prompt has {len(ids)} tokens; the context window of {model.model_id!r} "
+                f"holds {model.context_length}", "prompt")
+        if top_k > model.vocab_size:
+            raise InvalidInputError(f"`top_k_logits` is {top_k}; the vocabulary has {model.vocab_size} tokens",
+                                    "top_k_logits")
+        async with self._locks[model.model_id]:
+            arrays = await self._backend.guts(model.model_id, ids, fft=fft, keep=keep, top_k=top_k)
+        return Guts(ids, arrays)
+
     # ---- embeddings ----------------------------------------------------------------------------
 
     async def embed(self, model: ModelInfo, texts: list[str]) -> Embeddings:
@@ -226,7 +262,11 @@ class Engine:
         tool_format = None
         if request.messages is not None:
             field_name = "messages"
-            fmt = detect_format(self._backend.chat_template(model.model_id))
+            template = self._backend.chat_template(model.model_id)
+            if template is None:
+                raise InvalidInputError(f"model {model.model_id!r} has no chat template: send it a prompt, "
+                                        "not messages", "messages")
+            fmt = detect_format(template)
             calling = request.tools and request.tool_choice != "none"
             messages, tools = template_messages(request.messages, request.tools if calling else (), fmt)
             ids = self._backend.apply_chat_template(model.model_id, messages, tools)

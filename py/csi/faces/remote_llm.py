@@ -1,9 +1,12 @@
-"""The RemoteLLM gRPC service (seed 003), proto3 JSON field names: ``Generate`` and ``GetLlmType``."""
+"""The RemoteLLM gRPC service (seed 003), proto3 JSON field names: ``Generate``, ``GetLlmType`` and
+``GenerationalGuts``."""
 
 from __future__ import annotations
 
 from json import dumps
 from typing import Any
+
+from pydantic import Field
 
 from ..core.engine import Engine
 from ..core.request import GenerationParams, GenerationRequest, SamplingParams
@@ -24,6 +27,21 @@ class GenerateRequest(Strict):
 
 class LlmTypeRequest(Strict):
     api_key: str = ""
+
+
+INT32_MAX = 2**31 - 1
+
+
+class GenerationalGutsRequest(Strict):
+    """Fields left out take the seed's suggested defaults; ``model`` (an extension) picks one of
+    several loaded chat models."""
+
+    api_key: str = ""
+    prompt: str
+    fft_embeddings: bool = True
+    embedding_trunkation: int = Field(default=25, ge=0, le=INT32_MAX)
+    top_k_logits: int = Field(default=5, ge=0, le=INT32_MAX)
+    model: str | None = None
 
 
 async def generate(engine: Engine, request: Any) -> dict[str, Any]:
@@ -48,3 +66,19 @@ async def llm_type(engine: Engine, request: Any) -> dict[str, Any]:
     """``RemoteLLM.GetLlmType``."""
     parse_request(LlmTypeRequest, request)
     return {"llm_type": f"csi-web:{engine.resolve_model(None, 'chat').model_id}"}
+
+
+async def generational_guts(engine: Engine, request: Any) -> dict[str, Any]:
+    """``RemoteLLM.GenerationalGuts``: each prompt token's embeddings and last hidden state, and the
+    ``top_k_logits`` most likely next tokens (raw ``logit``, and ``probability`` as an extension)."""
+    req = parse_request(GenerationalGutsRequest, request)
+    model = engine.resolve_model(req.model, "chat")
+    guts = await engine.guts(model, req.prompt, fft=req.fft_embeddings, keep=req.embedding_trunkation,
+                             top_k=req.top_k_logits)
+    tokens = [{"token": engine.token_text(model.model_id, t), "token_id": t, "positional_embedding": p,
+               "token_embedding": e, "hidden_state": h}
+              for t, p, e, h in zip(guts.ids, guts.arrays.positional_embedding, guts.arrays.token_embedding,
+                                    guts.arrays.hidden_state, strict=True)]
+    generations = [{"token": engine.token_text(model.model_id, i), "id": i, "logit": logit, "probability": prob}
+                   for i, logit, prob in guts.arrays.top]
+    return {"tokens": tokens, "generations": generations}

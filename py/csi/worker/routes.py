@@ -89,6 +89,7 @@ ROUTES: dict[str, Route] = {
     "llm_embeddings": Route(lambda c: spin.generate_embeddings(c.runtime.engine, c.request), "whole"),
     "remote_generate": Route(lambda c: remote_llm.generate(c.runtime.engine, c.request), "whole"),
     "remote_llm_type": Route(lambda c: remote_llm.llm_type(c.runtime.engine, c.request), "whole"),
+    "remote_guts": Route(lambda c: remote_llm.generational_guts(c.runtime.engine, c.request), "whole"),
     # skills
     "skills_register": Route(lambda c: c.runtime.skills.register(c.msg.get("name"), c.msg.get("source")), "whole"),
     "skills_list": Route(lambda c: c.runtime.skills.list(), "whole"),

@@ -1,0 +1,117 @@
+"""RemoteLLM GenerationalGuts on the CPython backend, against HF transformers (torch) and numpy."""
+
+from __future__ import annotations
+
+import pytest
+
+from csi.backends.cpython import CPythonBackend
+from csi.core.engine import Engine
+from csi.errors import ContextWindowExceededError, CsiError, InvalidInputError
+from csi.faces import remote_llm
+from tests.support.aio import run_async
+from tests.support.guts_reference import GUTS_MODELS, GUTS_PROMPTS, check_guts, reference_guts
+from tests.support.paths import MODELS
+
+
+@pytest.fixture(scope="module", params=GUTS_MODELS)
+def engine(request: pytest.FixtureRequest) -> Engine:
+    eng = Engine(CPythonBackend(MODELS))
+    run_async(eng.load([request.param]))
+    return eng
+
+
+def _guts(engine: Engine, **request: object) -> dict:
+    return run_async(remote_llm.generational_guts(engine, request))
+
+
+def _model(engine: Engine) -> str:
+    [model_id] = engine.models
+    return model_id
+
+
+@pytest.mark.parametrize("prompt", GUTS_PROMPTS)
+def test_guts_equal_torch_full_width(engine, prompt):
+    reply = _guts(engine, prompt=prompt, fft_embeddings=False, embedding_trunkation=0, top_k_logits=10)
+    check_guts(reply, reference_guts(_model(engine), prompt), fft=False, keep=0, top_k=10)
+
+
+@pytest.mark.parametrize(("fft", "keep"), [(True, 7), (True, 0), (False, 3)])
+def test_fft_and_truncation_equal_numpy(engine, fft, keep):
+    prompt = GUTS_PROMPTS[1]
+    reply = _guts(engine, prompt=prompt, fft_embeddings=fft, embedding_trunkation=keep, top_k_logits=2)
+    check_guts(reply, reference_guts(_model(engine), prompt), fft=fft, keep=keep, top_k=2)
+
+
+def test_fields_left_out_take_the_seed_defaults(engine):
+    reply = _guts(engine, prompt="Hello world")
+    check_guts(reply, reference_guts(_model(engine), "Hello world"), fft=True, keep=25, top_k=5)
+    assert all(len(t[f]) == 25 for t in reply["tokens"]
+               for f in ("token_embedding", "positional_embedding", "hidden_state"))
+
+
+def test_zero_top_k_asks_for_no_candidates(engine):
+    reply = _guts(engine, prompt="Hello", top_k_logits=0)
+    assert reply["generations"] == [] and reply["tokens"]
+
+
+BAD = [
+    ({"prompt": ""}, InvalidInputError, "prompt"),
+    ({}, InvalidInputError, "prompt"),
+    ({"prompt": "x", "embedding_trunkation": -1}, InvalidInputError, "embedding_trunkation"),
+    ({"prompt": "x", "top_k_logits": -3}, InvalidInputError, "top_k_logits"),
+    ({"prompt": "x", "top_k_logits": 2**31}, InvalidInputError, "top_k_logits"),
+    ({"prompt": "x", "top_k_logits": 10**6}, InvalidInputError, "top_k_logits"),
+    ({"prompt": "x", "top_k_logits": "5"}, InvalidInputError, "top_k_logits"),
+    ({"prompt": "x", "fft_embeddings": "yes"}, InvalidInputError, "fft_embeddings"),
+    ({"prompt": "x", "embedding_trunkation": 2.5}, InvalidInputError, "embedding_trunkation"),
+    ({"prompt": "x", "top_k": 5}, InvalidInputError, "top_k"),
+    ({"prompt": "x", "model": "nope"}, CsiError, "model"),
+    ({"prompt": "word " * 3000}, ContextWindowExceededError, "prompt"),
+]
+
+
+@pytest.mark.parametrize(("request_", "error", "param"), BAD)
+def test_bad_requests_are_typed_errors_and_the_engine_goes_on(engine, request_, error, param):
+    with pytest.raises(error) as info:
+        _guts(engine, **request_)
+    assert info.value.param == param
+    assert len(_guts(engine, prompt="ok", top_k_logits=1)["generations"]) == 1
+
+
+def test_guts_leave_decoding_as_it_was(engine):
+    from csi.faces.openai.serving import completion
+
+    def greedy() -> list[int]:
+        out = run_async(completion(engine, {"prompt": "The json module", "temperature": 0, "max_tokens": 12,
+                                            "return_token_ids": True}))
+        return out.choices[0].token_ids
+
+    before = greedy()
+    _guts(engine, prompt="something else entirely, to fill the guts session")
+    assert greedy() == before
+
+
+@pytest.mark.parametrize("rope", [
+    {"rope_type": "default", "rope_theta": 10000.0},
+    {"rope_type": "linear", "rope_theta": 10000.0, "factor": 4.0},
+    {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+     "high_freq_factor": 4.0, "original_max_position_embeddings": 1024},
+])
+def test_rotary_frequencies_equal_transformers(rope):
+    from transformers import LlamaConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    from csi.core.guts import rotary_inv_freq
+
+    config = LlamaConfig(hidden_size=256, num_attention_heads=4, max_position_embeddings=4096, rope_parameters=rope)
+    if rope["rope_type"] == "default":
+        want = LlamaRotaryEmbedding.compute_default_rope_parameters(config)[0].numpy()
+    else:
+        want = ROPE_INIT_FUNCTIONS[rope["rope_type"]](config, "cpu")[0].numpy()
+    got = rotary_inv_freq(config.to_dict())
+    assert len(got) == len(want)
+    assert max(abs(a - b) / b for a, b in zip(got, want, strict=True)) < 1e-6
+    legacy = {k: v for k, v in config.to_dict().items() if k != "rope_parameters"}
+    legacy |= {"rope_theta": rope["rope_theta"], "rope_scaling": {k: v for k, v in rope.items() if k != "rope_theta"}}
+    assert rotary_inv_freq(legacy) == got
