@@ -5,6 +5,7 @@
 
 import { TOOLS, runTool } from "./demo_tools.js";
 import { CreateWebWorkerEngine } from "./engine.js";
+import { setupInsides } from "./insides.js";
 
 const $ = (id) => /** @type {any} */ (document.getElementById(id));
 const ui = {
@@ -20,6 +21,11 @@ const ui = {
   format: $("format"), schema: $("schema"), toolsOn: $("tools-on"), toolChoice: $("tool-choice"),
   toolsHint: $("tools-hint"),
 };
+
+const insides = setupInsides({
+  form: $("insides-form"), prompt: $("insides-prompt"), fft: $("insides-fft"), keep: $("insides-keep"),
+  topK: $("insides-top-k"), show: $("insides-show"), status: $("insides-status"), charts: $("insides-charts"),
+});
 
 /** @type {import("./engine.js").WebWorkerEngine|null} */
 let engine = null;
@@ -73,10 +79,12 @@ async function load(modelId, device) {
     }
     ui.status.textContent = `${modelId} is ready (${device}).`;
     loadedModel = modelId;
+    insides.setEngine(engine);
     document.body.dataset.ready = "true";
   } catch (err) {
     ui.status.textContent = `Could not load ${modelId}: ${err.message}`;
     loadedModel = ""; // a failed reload leaves no model loaded
+    insides.setEngine(null);
   } finally {
     ui.loading.hidden = true;
     loadingModel = false;

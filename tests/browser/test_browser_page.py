@@ -206,3 +206,52 @@ def test_playground_answers_in_json_and_runs_the_tools_the_model_calls(browser, 
     assert page.locator(".message.assistant .calls").first.inner_text().startswith(f"→ {name}(")
     assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
     page.context.close()
+
+
+INSIDES_PROMPT = "The json module encodes <img src=x onerror=alert(1)> objects. " * 10
+
+
+def test_model_insides_view_draws_one_heatmap_row_per_token_and_the_top_k_bars(browser, site_url):
+    from tests.support.guts_reference import reference_guts
+    from tests.support.paths import ROOT
+
+    page, requests = open_page(browser)
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.set_viewport_size({"width": 1000, "height": 1800})
+    page.goto(site_url + "index.html")
+    page.wait_for_selector("body[data-ready='true']")
+    page.click("#insides summary")
+    page.fill("#insides-prompt", INSIDES_PROMPT)
+    page.fill("#insides-keep", "20")
+    page.fill("#insides-top-k", "6")
+    page.click("#insides-show")
+    page.wait_for_selector("#insides-charts[data-tokens]")
+    ref = reference_guts("tiny-chat", INSIDES_PROMPT)
+    n = len(ref["ids"])
+    assert page.get_attribute("#insides-charts", "data-tokens") == str(n)
+    charts = page.evaluate(
+        """async () => {
+             const echarts = await import('/vendor/echarts/echarts.esm.min.mjs');
+             const opt = (id) => echarts.getInstanceByDom(document.getElementById(id)).getOption();
+             const heat = [0, 1, 2].map((i) => opt(`insides-${i}`)).map((o) => ({
+               rows: o.yAxis[0].data.length, cols: o.xAxis[0].data.length, cells: o.series[0].data.length}));
+             const bars = opt('insides-next');
+             // hover the first cell of the hidden state heatmap
+             const c = echarts.getInstanceByDom(document.getElementById('insides-2'));
+             c.dispatchAction({type: 'showTip', seriesIndex: 0, dataIndex: 1});
+             await new Promise((r) => setTimeout(r, 300));
+             const tips = [...document.querySelectorAll('#insides-2 div')].map((d) => d.textContent).join('|');
+             return {heat, labels: bars.xAxis[0].data, values: bars.series[0].data, tips};
+           }""")
+    for h in charts["heat"]:
+        assert h == {"rows": n, "cols": 20, "cells": n * 20}
+    order = sorted(range(len(ref["logits"])), key=lambda i: -ref["logits"][i])[:6]
+    assert len(charts["values"]) == 6
+    assert all(abs(v - ref["probs"][i]) < 1e-5 for v, i in zip(charts["values"], order, strict=True))
+    assert "dimension 1" in charts["tips"] and "The" in charts["tips"]
+    assert dialogs == [] and page.locator("#insides img").count() == 0
+    (ROOT / "test-results").mkdir(exist_ok=True)
+    page.locator("#insides").screenshot(path=str(ROOT / "test-results" / "model-insides.png"))
+    assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
+    page.context.close()
