@@ -123,6 +123,25 @@ async ([messages, tokens, rounds]) => {
     runs.csi_web_unconstrained.push(await ours());
   }
   runs.grammar = grammar;
+
+  // GenerationalGuts on a ~128-token prompt, and decoding before and after its session exists
+  runs.csi_web_before_guts = [];
+  for (let i = 0; i < rounds; i++) runs.csi_web_before_guts.push(await ours());
+  const gutsPrompt = 'The json module encodes Python objects as JSON text and back. '.repeat(10);
+  const gutsCall = async (extra) => {
+    const t = performance.now();
+    const r = await engine.remote.generationalGuts({prompt: gutsPrompt, ...extra});
+    return {s: (performance.now() - t) / 1000, tokens: r.tokens.length,
+            bytes: new TextEncoder().encode(JSON.stringify(r)).length};
+  };
+  const guts = {first: await gutsCall({}), defaults: [], full_width: []};
+  for (let i = 0; i < rounds; i++) {
+    guts.defaults.push(await gutsCall({}));
+    guts.full_width.push(await gutsCall({embedding_trunkation: 0, fft_embeddings: false}));
+  }
+  runs.csi_web_after_guts = [];
+  for (let i = 0; i < rounds; i++) runs.csi_web_after_guts.push(await ours());
+  runs.guts = guts;
   return {cold_start_s: cold, boot, tjs_load_s: tjsLoad.load_s, isolated: self.crossOriginIsolated,
           threads: navigator.hardwareConcurrency, runs};
 }
@@ -219,6 +238,9 @@ def run_bench(dist: Path) -> int:
     raw_ms = statistics.median(r["raw_forward_ms"] for r in raw["runs"]["raw"])
     turn = raw["runs"].pop("second_turn")
     grammar = raw["runs"].pop("grammar")
+    guts = raw["runs"].pop("guts")
+    before_guts, after_guts = med("csi_web_before_guts", "decode_tokens_per_s"), med("csi_web_after_guts",
+                                                                                      "decode_tokens_per_s")
     schema_tps = med("csi_web_schema", "decode_tokens_per_s")
     plain_tps = med("csi_web_unconstrained", "decode_tokens_per_s")
     mask_s = med("csi_web_schema", "grammar_per_token_s")
@@ -255,6 +277,16 @@ def run_bench(dist: Path) -> int:
             "ratio_schema_to_unconstrained": schema_tps / plain_tps,
             "grammar_ms_per_token": mask_s * 1000,
             "grammar_fraction_of_raw_forward": mask_s * 1000 / raw_ms},
+        "generational_guts": {
+            "prompt_tokens": guts["first"]["tokens"],
+            "first_call_with_session_creation_s": guts["first"]["s"],
+            "defaults_fft_25_values_top_5": {"s": statistics.median(g["s"] for g in guts["defaults"]),
+                                             "bytes_to_page": guts["defaults"][0]["bytes"]},
+            "full_width_no_fft": {"s": statistics.median(g["s"] for g in guts["full_width"]),
+                                  "bytes_to_page": guts["full_width"][0]["bytes"]},
+            "decode_tokens_per_s_before_guts": before_guts,
+            "decode_tokens_per_s_with_guts_session_loaded": after_guts,
+            "ratio_with_to_before": after_guts / before_guts},
         "cold_start_s": {"total": raw["cold_start_s"], **raw["boot"],
                          "model_and_rest": raw["cold_start_s"] - sum(raw["boot"].values())},
         "transformers_js_model_load_s": raw["tjs_load_s"],
