@@ -33,7 +33,7 @@ class ScriptedBackend:
         pass
 
     def chat_template(self, model_id: str) -> str | None:
-        return None
+        return "{# scripted: each message is its characters plus two #}"
 
     def apply_chat_template(self, model_id: str, messages: list[dict[str, Any]],
                             tools: list[dict[str, Any]] | None = None) -> list[int]:

@@ -115,3 +115,13 @@ def test_rotary_frequencies_equal_transformers(rope):
     legacy = {k: v for k, v in config.to_dict().items() if k != "rope_parameters"}
     legacy |= {"rope_theta": rope["rope_theta"], "rope_scaling": {k: v for k, v in rope.items() if k != "rope_theta"}}
     assert rotary_inv_freq(legacy) == got
+
+
+def test_a_model_without_chat_template_refuses_messages_by_name():
+    from csi.faces.openai.serving import chat_completion
+
+    eng = Engine(CPythonBackend(MODELS))
+    run_async(eng.load(["tiny-gpt2"]))
+    with pytest.raises(InvalidInputError, match="no chat template") as info:
+        run_async(chat_completion(eng, {"messages": [{"role": "user", "content": "hi"}]}))
+    assert info.value.param == "messages"
