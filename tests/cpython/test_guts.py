@@ -125,3 +125,50 @@ def test_a_model_without_chat_template_refuses_messages_by_name():
     with pytest.raises(InvalidInputError, match="no chat template") as info:
         run_async(chat_completion(eng, {"messages": [{"role": "user", "content": "hi"}]}))
     assert info.value.param == "messages"
+
+
+@pytest.fixture(scope="module")
+def quantized_models(tmp_path_factory: pytest.TempPathFactory):
+    """tiny-chat quantized as transformers.js's q8 (onnxruntime dynamic int8: MatMulInteger head,
+    int8 embedding table) and q4 (MatMulNBits) exports are."""
+    import shutil
+
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    src = MODELS / "tiny-chat"
+    root = tmp_path_factory.mktemp("quantized")
+    for name in ("q8", "q4"):
+        (root / name / "onnx").mkdir(parents=True)
+        for f in src.iterdir():
+            if f.is_file():
+                shutil.copy(f, root / name / f.name)
+    quantize_dynamic(str(src / "onnx" / "model.onnx"), str(root / "q8" / "onnx" / "model.onnx"),
+                     weight_type=QuantType.QInt8)
+    q4 = MatMulNBitsQuantizer(onnx.load(str(src / "onnx" / "model.onnx")), block_size=32, is_symmetric=True)
+    q4.process()
+    q4.model.save_model_to_file(str(root / "q4" / "onnx" / "model.onnx"), use_external_data_format=False)
+    return root
+
+
+@pytest.mark.parametrize(("name", "head_op"), [("q8", "MatMulInteger"), ("q4", "MatMulNBits")])
+def test_quantized_exports_show_their_insides(quantized_models, name, head_op):
+    import numpy as np
+    import onnx
+
+    ops = {n.op_type for n in onnx.load(str(quantized_models / name / "onnx" / "model.onnx")).graph.node}
+    assert head_op in ops
+    eng = Engine(CPythonBackend(quantized_models))
+    run_async(eng.load([name]))
+    prompt = GUTS_PROMPTS[1]
+    reply = _guts(eng, prompt=prompt, fft_embeddings=False, embedding_trunkation=0, top_k_logits=1)
+    ref = reference_guts("tiny-chat", prompt)
+    assert [t["token_id"] for t in reply["tokens"]] == ref["ids"]
+    token = np.asarray([t["token_embedding"] for t in reply["tokens"]])
+    hidden = np.asarray([t["hidden_state"] for t in reply["tokens"]])
+    # weights rounded to 8 or 4 bits: the rows within a quantization step, the states aligned
+    assert np.abs(token - ref["token"]).max() < np.abs(ref["token"]).max() / 100
+    cosine = (hidden * ref["hidden"]).sum(1) / np.linalg.norm(hidden, axis=1) / np.linalg.norm(ref["hidden"], axis=1)
+    assert cosine.mean() > 0.99 and cosine.min() > 0.9
+    assert reply["generations"][0]["id"] == int(np.argmax(ref["logits"]))

@@ -71,3 +71,9 @@ def test_position_kind_reads_old_and_new_config_shapes():
     assert position_kind({"model_type": "qwen2", "rope_theta": 1e6}) == "rotary"
     assert position_kind({"model_type": "llama", "rope_parameters": {"rope_theta": 1e4}}) == "rotary"
     assert position_kind({"model_type": "gpt_neo"}) == "learned"
+
+
+def test_an_8bit_embedding_table_is_read_after_its_dequantizer():
+    g = graph([("Gather", ["embed.q", "input_ids"], ["emb_q"]), ("DequantizeLinear", ["emb_q", "s", "z"], ["emb"]),
+               ("MatMul", ["n", "w"], ["logits"])])
+    assert find_tensors(g, LLAMA).token_embedding == "emb"

@@ -212,8 +212,17 @@ def _embedding_output(graph: GraphSummary, producer: dict[str, tuple[str, tuple[
         return None
     for op, ins, outs in graph.nodes:
         if op in EMBEDDING_OPS and len(ins) >= 2 and outs and _traces_to(ins[1], indices, producer):
-            return outs[0]
+            return _dequantized(graph, outs[0])
     return None
+
+
+def _dequantized(graph: GraphSummary, name: str) -> str:
+    """``name``, or the output of the ``DequantizeLinear`` it feeds (an 8-bit embedding table is
+    looked up quantized, then dequantized)."""
+    for op, ins, outs in graph.nodes:
+        if op == "DequantizeLinear" and ins and ins[0] == name and outs:
+            return outs[0]
+    return name
 
 
 def _position_table(graph: GraphSummary, config: dict[str, Any], token: str) -> str | None:
@@ -222,5 +231,5 @@ def _position_table(graph: GraphSummary, config: dict[str, Any], token: str) -> 
     width = config.get("n_embd", config.get("hidden_size"))
     for op, ins, outs in graph.nodes:
         if op == "Gather" and outs and outs[0] != token and graph.initializers.get(ins[0]) == (positions, width):
-            return outs[0]
+            return _dequantized(graph, outs[0])
     return None
