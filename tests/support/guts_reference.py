@@ -52,7 +52,8 @@ def reference_guts(model_id: str, prompt: str) -> dict[str, Any]:
             positional = torch.cat([cos[0, :, :half], sin[0, :, :half]], dim=-1).numpy()
     z = logits - logits.max()
     return {"model_id": model_id, "ids": ids[0].tolist(), "texts": [tok.decode([i]) for i in ids[0].tolist()],
-            "token": token, "positional": positional, "hidden": hidden, "logits": logits, "probs": np.exp(z) / np.exp(z).sum()}
+            "token": token, "positional": positional, "hidden": hidden, "logits": logits,
+            "probs": np.exp(z) / np.exp(z).sum()}
 
 
 def shaped(rows: np.ndarray, fft: bool, keep: int) -> np.ndarray:
