@@ -208,6 +208,46 @@ def _csi_bench(page: object, dist: Path) -> dict[str, object]:
     }
 
 
+INSIDES_SCRIPT = """
+async ([prompt, keep]) => {
+  const status = document.getElementById('insides-status');
+  const charts = document.getElementById('insides-charts');
+  charts.removeAttribute('data-tokens');
+  document.getElementById('insides-prompt').value = prompt;
+  document.getElementById('insides-keep').value = keep;
+  document.getElementById('insides-show').click();
+  while (!charts.dataset.tokens) await new Promise((r) => setTimeout(r, 20));
+  // how late a frame comes once the charts are set (their progressive rendering runs in frames)
+  const t = performance.now();
+  await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+  const m = status.textContent.match(/model (\\d+) ms, charts (\\d+) ms/);
+  return {tokens: Number(charts.dataset.tokens), model_ms: Number(m[1]), charts_ms: Number(m[2]),
+          next_frame_ms: performance.now() - t};
+}
+"""
+
+
+def _insides_bench(browser: object, url: str) -> dict[str, object]:
+    """The playground's Model insides panel on a 256-token prompt: engine time, chart time, frame lag."""
+    page = browser.new_page(viewport={"width": 1000, "height": 900})  # type: ignore[attr-defined]
+    page.set_default_timeout(300_000)
+    page.goto(url + "index.html")
+    page.wait_for_selector("body[data-ready='true']")
+    page.click("#insides summary")
+    prompt = "word " * 255  # 256 tokens on tiny-chat
+    first = page.evaluate(INSIDES_SCRIPT, [prompt, "25"])
+    runs = {keep: [page.evaluate(INSIDES_SCRIPT, [prompt, keep]) for _ in range(3)] for keep in ("25", "0")}
+    page.close()
+
+    def med(rs: list[dict[str, float]], key: str) -> float:
+        return statistics.median(r[key] for r in rs)
+
+    return {"prompt_tokens": first["tokens"], "first_show_with_session_and_echarts_load": first,
+            **{f"values_{'all' if k == '0' else k}": {key: med(rs, key) for key in ("model_ms", "charts_ms",
+                                                                                  "next_frame_ms")}
+               for k, rs in runs.items()}}
+
+
 def run_bench(dist: Path) -> int:
     from playwright.sync_api import sync_playwright
 
@@ -223,6 +263,7 @@ def run_bench(dist: Path) -> int:
             csi_page.set_default_timeout(900_000)
             csi_page.goto(url + "web/engine.js")
             csi = _csi_bench(csi_page, dist)
+            insides = _insides_bench(browser, url)
             browser.close()
             # a persistent profile of its own (IndexedDB on disk), fresh: the database starts empty
             document_index = index_bench(p, url, CHROMIUM, ARGS)
@@ -286,7 +327,8 @@ def run_bench(dist: Path) -> int:
                                   "bytes_to_page": guts["full_width"][0]["bytes"]},
             "decode_tokens_per_s_before_guts": before_guts,
             "decode_tokens_per_s_with_guts_session_loaded": after_guts,
-            "ratio_with_to_before": after_guts / before_guts},
+            "ratio_with_to_before": after_guts / before_guts,
+            "playground_view": insides},
         "cold_start_s": {"total": raw["cold_start_s"], **raw["boot"],
                          "model_and_rest": raw["cold_start_s"] - sum(raw["boot"].values())},
         "transformers_js_model_load_s": raw["tjs_load_s"],
