@@ -235,7 +235,7 @@ class Engine:
             raise ContextWindowExceededError(
                 f"the prompt has {len(ids)} tokens; the context window of {model.model_id!r} "
                 f"holds {model.context_length}", "prompt")
-        if top_k > model.vocab_size:
+        if model.vocab_size and top_k > model.vocab_size:
             raise InvalidInputError(f"`top_k_logits` is {top_k}; the vocabulary has {model.vocab_size} tokens",
                                     "top_k_logits")
         async with self._locks[model.model_id]:
