@@ -6,7 +6,10 @@
 //   const reply = await engine.chat.completions.create({messages, stream: false});
 //
 // The messages it exchanges with the worker are declared in ../worker/protocol.js; this module
-// imports only their types, so it loads on its own.
+// imports only their types from there, so it loads without the worker's code. Every call returns
+// a promise that settles exactly once; arguments are checked and sent as JSON text (message.js).
+
+import { encodeMessage } from "./message.js";
 
 /**
  * @typedef {import("../worker/protocol.js").MessageType} MessageType
@@ -132,6 +135,28 @@ function bytesToArrays(results) {
   return results;
 }
 
+/**
+ * Make every method of `api` (and of the objects under it) return a rejected promise instead of
+ * throwing, whatever its arguments.
+ * @param {Record<string, any>} api
+ */
+function settleOnly(api) {
+  for (const [key, value] of Object.entries(api)) {
+    if (typeof value === "function") {
+      api[key] = (/** @type {any[]} */ ...args) => {
+        try {
+          return Promise.resolve(value(...args));
+        } catch (err) {
+          return Promise.reject(err instanceof EngineError || err?.name === "InvalidInputError" ? err
+            : new EngineError({ name: "InvalidInputError", message: String(err?.message ?? err) }));
+        }
+      };
+    } else if (value && typeof value === "object") {
+      settleOnly(value);
+    }
+  }
+}
+
 export class WebWorkerEngine {
   /** @param {Worker} worker @param {EngineConfig} config */
   constructor(worker, config = {}) {
@@ -142,12 +167,14 @@ export class WebWorkerEngine {
     this.pending = new Map();
     /** @type {string[]} */
     this.modelIds = [];
+    /** @type {string|null} why the worker is gone, once it is */
+    this.crashed = null;
     worker.addEventListener("message", (event) => this.receive(event.data));
     worker.addEventListener("error", (event) => {
-      const err = new EngineError({ name: "WorkerError", message: event.message || "the worker failed" });
-      for (const p of this.pending.values()) p.reject(err);
-      this.pending.clear();
+      event.preventDefault?.();
+      this.failAll(`the worker failed: ${event.message || "an uncaught error"}`);
     });
+    worker.addEventListener("messageerror", () => this.failAll("a reply from the worker could not be read"));
 
     this.chat = {
       completions: {
@@ -229,13 +256,44 @@ export class WebWorkerEngine {
        */
       generationalGuts: (request) => this.send("remote_guts", { request }),
     };
+    for (const api of [this.chat, this.completions, this.embeddings, this.csi, this.index, this.skills, this.llm,
+      this.remote]) {
+      settleOnly(api);
+    }
+  }
+
+  /** Calls sent and not yet settled (0 once every call has settled). */
+  get pendingCount() {
+    return this.pending.size;
+  }
+
+  /**
+   * Reject every pending call with a `WorkerCrashedError`: the worker is gone (create a new engine).
+   * @param {string} message
+   */
+  failAll(message) {
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    this.crashed = message;
+    for (const p of pending) p.reject(new EngineError({ name: "WorkerCrashedError", message }));
+  }
+
+  /** Stop the worker now; pending calls reject with `WorkerCrashedError`. */
+  terminate() {
+    this.worker.terminate();
+    this.failAll("the worker was terminated");
   }
 
   /** @param {string|object} data a {@link WorkerReply}, or its JSON text */
   receive(data) {
     /** @type {WorkerReply} */
-    const msg = typeof data === "string" ? JSON.parse(data) : data;
-    const p = this.pending.get(msg.id);
+    let msg;
+    try {
+      msg = typeof data === "string" ? JSON.parse(data) : data;
+    } catch {
+      return; // not ours: every reply of the worker is JSON text
+    }
+    const p = this.pending.get(msg?.id);
     if (!p) return;
     if (msg.type === "progress") p.progress?.(msg.progress);
     else if (msg.type === "chunk") p.chunk?.(msg.chunk);
@@ -255,9 +313,25 @@ export class WebWorkerEngine {
   send(type, body = /** @type {import("../worker/protocol.js").MessageBody<K>} */ ({}), handlers = {}) {
     const id = handlers.id ?? `r${this.nextId++}`;
     return new Promise((resolve, reject) => {
+      if (this.crashed) throw new EngineError({ name: "WorkerCrashedError", message: this.crashed });
+      const text = encodeMessage({ id, type, ...body }); // id first: the worker finds it even in a bad message
       this.pending.set(id, { resolve, reject, chunk: handlers.chunk, progress: handlers.progress });
-      this.worker.postMessage({ ...body, id, type });
+      try {
+        this.worker.postMessage(text);
+      } catch (err) {
+        this.pending.delete(id);
+        throw new EngineError({ name: "WorkerCrashedError", message: `could not reach the worker: ${err?.message ?? err}` });
+      }
     });
+  }
+
+  /** Post a message that gets no reply of its own (cancel, interrupt). @param {PageMessage} msg */
+  post(msg) {
+    try {
+      this.worker.postMessage(encodeMessage(msg));
+    } catch {
+      // the worker is gone: its calls have already been rejected
+    }
   }
 
   /**
@@ -270,8 +344,7 @@ export class WebWorkerEngine {
   createStreamable(type, request) {
     if (!request || !request.stream) return this.send(type, { request });
     const id = `r${this.nextId++}`;
-    const stream = new Stream(() => this.worker.postMessage(
-      /** @satisfies {PageMessage} */ ({ id: `${id}-cancel`, type: "cancel", target: id })));
+    const stream = new Stream(() => this.post({ id: `${id}-cancel`, type: "cancel", target: id }));
     return new Promise((resolve, reject) => {
       let started = false;
       const start = () => {
@@ -301,7 +374,7 @@ export class WebWorkerEngine {
 
   /** End the running generation at its next token (finish_reason "abort"). */
   interruptGenerate() {
-    this.worker.postMessage(/** @satisfies {PageMessage} */ ({ id: `i${this.nextId++}`, type: "interrupt" }));
+    this.post({ id: `i${this.nextId++}`, type: "interrupt" });
   }
 
   /** Forget the conversation state kept for the loaded chat models. */

@@ -63,19 +63,41 @@ async function boot(id) {
   return created;
 }
 
+/**
+ * A message's id, for the replies the worker sends before Python reads the message.
+ * @param {any} data the message: JSON text (the page client's) or an object
+ */
+function idOf(data) {
+  let msg = data;
+  try {
+    if (typeof data === "string") msg = JSON.parse(data);
+  } catch {
+    return null;
+  }
+  const id = msg?.id;
+  return typeof id === "string" || Number.isSafeInteger(id) ? id : null;
+}
+
 self.onmessage = async (event) => {
-  /** @type {PageMessage} */
-  const msg = typeof event.data === "string" ? JSON.parse(event.data) : event.data;
-  const id = msg?.id ?? null;
+  const data = event.data;
   try {
     if (!app) {
-      booting ??= boot(id);
+      booting ??= boot(idOf(data));
       app = await booting;
     }
-    app.handle(JSON.stringify(msg));
+    // Python reads every message as hostile input (csi.worker.message); an object (from code that
+    // posts to the worker itself) goes there as JSON text too
+    let text;
+    try {
+      text = typeof data === "string" ? data : JSON.stringify(data) ?? "null";
+    } catch (err) {
+      post({ id: idOf(data), type: "error", error: { name: "InvalidInputError", message: `the message is not JSON: ${err?.message ?? err}`, param: "message" } });
+      return;
+    }
+    app.handle(text);
   } catch (err) {
     post({
-      id,
+      id: idOf(data),
       type: "error",
       error: { name: err?.name === "PythonError" ? "InternalError" : "WorkerError", message: String(err?.message ?? err), param: null },
     });

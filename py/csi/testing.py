@@ -7,6 +7,8 @@ from typing import Any
 
 from .core.backend import Embeddings, ModelInfo, ModelKind, ProgressFn, SamplingParams, StepResult, reusable_prefix
 from .core.grammar import Grammar, GrammarError
+from .core.guts import GutsArrays
+from .errors import ModelNotSupportedError
 
 EOS = 0
 
@@ -41,6 +43,9 @@ class ScriptedBackend:
 
     async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:
         raise GrammarError("the scripted backend has no grammar compiler")
+
+    async def guts(self, model_id: str, ids: list[int], *, fft: bool, keep: int, top_k: int) -> GutsArrays:
+        raise ModelNotSupportedError("the scripted backend has no insides", "model")
 
     def encode(self, model_id: str, text: str, add_special_tokens: bool = False) -> list[int]:
         return [1] * len(text)

@@ -26,10 +26,10 @@ _TAGS = {"system", "user", "assistant", "tool", "str", "list[str]", "list[TextCo
 def field_path(loc: tuple[int | str, ...]) -> str:
     """``('messages', 0, 'user', 'content')`` -> ``'messages[0].content'``."""
     out = ""
-    for part in loc:
+    for i, part in enumerate(loc):
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in _TAGS or "[" in part or "(" in part:
+        elif i and (part in _TAGS or "[" in part or "(" in part):  # a tag never comes first
             continue
         else:
             out += ("." if out else "") + part
@@ -39,7 +39,7 @@ def field_path(loc: tuple[int | str, ...]) -> str:
 def parse_request(model: type[M], data: Any) -> M:
     """Validate ``data`` as ``model``; raise ``InvalidInputError`` for the first problem."""
     if not isinstance(data, dict):
-        raise InvalidInputError("the request must be a JSON object", None)
+        raise InvalidInputError("the request must be a JSON object", "request")
     try:
         return model.model_validate(data)
     except ValidationError as exc:

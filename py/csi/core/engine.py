@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -17,6 +18,9 @@ from .guts import GutsArrays
 from .request import GenerationParams, GenerationRequest, Tool
 from .token_bytes import TokenBytes
 from .tools import ToolCallParser, ToolFormat, detect_format, template_messages, tool_grammar
+
+MAX_MODELS = 8
+MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?")
 
 
 @dataclass
@@ -138,6 +142,13 @@ class Engine:
         """Load ``model_ids`` (replacing whatever was loaded)."""
         if not isinstance(model_ids, list) or not model_ids or not all(isinstance(m, str) and m for m in model_ids):
             raise InvalidInputError("model ids must be a non-empty list of non-empty strings", "model")
+        if len(model_ids) > MAX_MODELS:
+            raise InvalidInputError(f"{len(model_ids)} models asked for; at most {MAX_MODELS} load together", "model")
+        for model_id in model_ids:
+            if not MODEL_ID.fullmatch(model_id) or ".." in model_id:
+                raise InvalidInputError(f"{model_id[:80]!r} is not a model id: a built-in name or a Hugging Face "
+                                        "repo id (letters, digits, '-', '_', '.', one '/'; at most 200 "
+                                        "characters)", "model")
         await self.unload()
         for model_id in dict.fromkeys(model_ids):
             self._add(await self._backend.load_model(model_id, device, progress))

@@ -7,6 +7,9 @@ from typing import Any, Literal
 
 from .grammar import Grammar
 
+MIN_TEMPERATURE = 1e-5
+"""Temperatures below this sample as 0 does: greedily."""
+
 
 @dataclass(frozen=True)
 class SamplingParams:
@@ -33,6 +36,10 @@ class SamplingParams:
     grammar: Grammar | None = None
     """Every token must keep the output a prefix of this grammar's language (masked before the
     penalties); the compiled grammar comes from ``Backend.compile_grammar``."""
+
+    def __post_init__(self) -> None:
+        if 0 < self.temperature < MIN_TEMPERATURE:  # 1/T would overflow: the limit is greedy
+            object.__setattr__(self, "temperature", 0.0)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -83,7 +83,7 @@ class Skill(Generic[In, Out]):
         try:
             result = self.func(csi, validated)
             return self._output.dump_json(result)
-        except Exception as exc:
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # the skill's, not the engine's
             tb = traceback.format_exc()
             raise InternalError(f"skill {self.name} raised {type(exc).__name__}: {exc}\n{tb}") from None
 

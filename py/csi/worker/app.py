@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from ..errors import InvalidInputError, error_to_dict
 from ..runtime import Runtime
+from .message import decode_message, leading_id
 from .routes import ROUTES, Call, Route
 
 Post = Callable[[str], None]
@@ -36,7 +37,11 @@ class WorkerApp:
         self.boot_timings = loads(raw)
 
     def send(self, message: dict[str, Any]) -> None:
-        self._post(dumps(message, separators=(",", ":")))
+        try:
+            text = dumps(message, separators=(",", ":"), allow_nan=False)
+        except ValueError as exc:  # NaN or infinity in a result: a bug of ours, reported as one
+            text = dumps({"id": message.get("id"), "type": "error", "error": error_to_dict(exc)})
+        self._post(text)
 
     def handle(self, raw: str) -> None:
         """Take one message: a control message acts and answers now; any other runs as a task."""
@@ -54,12 +59,13 @@ class WorkerApp:
             await work
 
     def _start(self, raw: str) -> Awaitable[None] | None:
-        request_id = None
+        request_id = leading_id(raw) if isinstance(raw, str) else None
         try:
-            msg = loads(raw)
-            if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
-                raise InvalidInputError("a message must be an object with a string `type`", "type")
+            msg = decode_message(raw)
             request_id = msg.get("id")
+            if not isinstance(request_id, str | int | None) or isinstance(request_id, bool):
+                request_id = None
+                raise InvalidInputError("a message's `id` must be a string or an integer", "id")
             route = ROUTES.get(msg["type"])
             if route is None:
                 raise InvalidInputError(f"unknown message type {msg['type']!r}", "type")
@@ -85,7 +91,7 @@ class WorkerApp:
             self.send({"id": call.request_id, "type": "result", "result": result})
         except BaseException as exc:  # noqa: BLE001 - everything must reach the page
             self.send({"id": call.request_id, "type": "error", "error": error_to_dict(exc)})
-            if not isinstance(exc, Exception):
+            if isinstance(exc, asyncio.CancelledError):
                 raise
 
     def _progress(self, request_id: Any) -> Callable[[dict[str, Any]], None]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_serializer
@@ -185,7 +186,7 @@ def _check_common(req: ChatCompletionRequest | CompletionRequest) -> None:
     if req.stream_options is not None and not req.stream:
         raise InvalidInputError("`stream_options` is only allowed when `stream` is true", "stream_options")
     for key in req.logit_bias or {}:
-        if not key.lstrip("-").isdigit():
+        if not re.fullmatch(r"-?[0-9]{1,10}", key):
             raise InvalidInputError(f"`logit_bias` keys are token ids; got {key!r}", "logit_bias")
 
 
