@@ -37,6 +37,7 @@ PYTHON_PINS = {
     "regex": "2026.5.9",  # its Unicode 17 tables feed buildtools/unicode_tables.py
     "jsonschema": "4.26.0",  # reference validator for structured output
     "lark": "1.3.1",  # reference parser for EBNF-constrained output
+    "hypothesis": "6.170.15",  # the message fuzzer (tests/unit/test_fuzz_messages.py, build.py fuzz)
 }
 
 # Installed without their dependencies: xgrammar asks for triton and ninja (GPU kernels we never

@@ -62,6 +62,13 @@ class InternalError(CsiError):
     name = "InternalError"
 
 
+class SkillError(InternalError):
+    """A skill raised (its code, or a CSI call it let through): the skill's fault, not the engine's.
+    The seed's skill handler reports it as its ``internal`` error."""
+
+    name = "SkillError"
+
+
 def error_to_dict(exc: BaseException) -> dict[str, Any]:
     """Turn any exception into the wire shape; unknown exceptions become ``InternalError``."""
     if isinstance(exc, CsiError):

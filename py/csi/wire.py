@@ -52,7 +52,7 @@ def parse_request(model: type[M], data: Any) -> M:
             message = f"unknown field `{path}`"
         else:
             message = f"`{path}`: {err['msg']}"
-        raise InvalidInputError(message, path or None) from None
+        raise InvalidInputError(message, path if err["loc"] else "request") from None
 
 
 def parse_batch(model: type[M], requests: Any) -> M:

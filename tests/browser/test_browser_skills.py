@@ -37,7 +37,7 @@ def test_register_metadata_run_errors_and_survive_a_reload(skills_page, site_url
 
     ep.ok("return await engine.skills.register(arg);", {"name": "divide", "source": RAISES})
     boom = ep.call("return await engine.skills.run('divide', {n: 0});")
-    assert boom["error"]["name"] == "InternalError"
+    assert boom["error"]["name"] == "SkillError"
     assert "ZeroDivisionError" in boom["error"]["message"] and "return 10 // n" in boom["error"]["message"]
 
     for source, line in [(SYNTAX_ERROR, 3), (IMPORT_ERROR, 3)]:
@@ -95,9 +95,9 @@ def test_search_answer_agrees_with_cpython_and_cites_real_sections(skills_page):
     # the same slices of the stored documents, read back through the CSI
     stored = ep.ok("return await engine.csi.documents(arg);", [d["path"] for d in DOCUMENTS])
     assert [d["contents"][0]["text"] for d in stored] == list(SEARCH_DOCS.values())
-    # a CSI error inside a skill is the skill's error: InternalError, whose message says what failed
+    # a CSI error inside a skill is the skill's error: SkillError, whose message says what failed
     missing = ep.call("return await engine.skills.run('search-answer', arg);", {**WHERE, "index": "nope",
                                                                                  "question": "x"})
-    assert missing["error"]["name"] == "InternalError"
+    assert missing["error"]["name"] == "SkillError"
     assert "NotFoundError: index 'nope' does not exist" in missing["error"]["message"]
     assert ep.foreign_requests() == []

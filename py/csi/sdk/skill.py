@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar, cast, get_type_hints
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from ..errors import InternalError, InvalidInputError
+from ..errors import InvalidInputError, SkillError
 from ..wire import field_path
 from .csi import Csi
 
@@ -74,7 +74,7 @@ class Skill(Generic[In, Out]):
         """Validate the JSON ``input``, run the skill, return its output as JSON bytes.
 
         Raises ``InvalidInputError`` (naming the field) when the input does not validate and
-        ``InternalError`` with the traceback when the skill raises.
+        ``SkillError`` (an ``InternalError``) with the traceback when the skill raises.
         """
         try:
             validated = self.input_type.model_validate_json(input)
@@ -85,7 +85,7 @@ class Skill(Generic[In, Out]):
             return self._output.dump_json(result)
         except (Exception, SystemExit, KeyboardInterrupt) as exc:  # the skill's, not the engine's
             tb = traceback.format_exc()
-            raise InternalError(f"skill {self.name} raised {type(exc).__name__}: {exc}\n{tb}") from None
+            raise SkillError(f"skill {self.name} raised {type(exc).__name__}: {exc}\n{tb}") from None
 
 
 def _invalid_input(exc: ValidationError) -> InvalidInputError:

@@ -69,6 +69,9 @@ class WorkerApp:
             route = ROUTES.get(msg["type"])
             if route is None:
                 raise InvalidInputError(f"unknown message type {msg['type']!r}", "type")
+            for key in msg:
+                if key not in ("id", "type") and key not in route.fields:
+                    raise InvalidInputError(f"unknown field `{key}` for a {msg['type']!r} message", key)
             call = Call(self.runtime, msg, request_id, self._progress(request_id), self.boot_timings)
             if route.mode == "control":
                 self.send({"id": request_id, "type": "result", "result": route.handler(call)})

@@ -45,6 +45,8 @@ class Call:
 class Route:
     handler: Callable[[Call], Any]
     mode: Mode
+    fields: tuple[str, ...] = ("request",)
+    """The message's fields besides ``id`` and ``type``; others are refused."""
 
 
 def _index() -> ModuleType:
@@ -64,7 +66,7 @@ async def _load(c: Call) -> dict[str, Any]:
 
 
 ROUTES: dict[str, Route] = {
-    "load": Route(_load, "progress"),
+    "load": Route(_load, "progress", ("model_ids", "device")),
     # OpenAI / WebLLM (seed 004)
     "chat": Route(lambda c: openai.create_chat_completion(c.runtime.engine, c.request, c.request_id), "stream"),
     "completion": Route(lambda c: openai.create_completion(c.runtime.engine, c.request, c.request_id), "stream"),
@@ -91,16 +93,18 @@ ROUTES: dict[str, Route] = {
     "remote_llm_type": Route(lambda c: remote_llm.llm_type(c.runtime.engine, c.request), "whole"),
     "remote_guts": Route(lambda c: remote_llm.generational_guts(c.runtime.engine, c.request), "whole"),
     # skills
-    "skills_register": Route(lambda c: c.runtime.skills.register(c.msg.get("name"), c.msg.get("source")), "whole"),
-    "skills_list": Route(lambda c: c.runtime.skills.list(), "whole"),
-    "skills_metadata": Route(lambda c: c.runtime.skills.metadata(c.msg.get("name")), "whole"),
-    "skills_run": Route(lambda c: c.runtime.skills.run(c.msg.get("name"), c.msg.get("input")), "whole"),
-    "skills_remove": Route(lambda c: c.runtime.skills.remove(c.msg.get("name")), "whole"),
+    "skills_register": Route(lambda c: c.runtime.skills.register(c.msg.get("name"), c.msg.get("source")), "whole",
+                             ("name", "source")),
+    "skills_list": Route(lambda c: c.runtime.skills.list(), "whole", ()),
+    "skills_metadata": Route(lambda c: c.runtime.skills.metadata(c.msg.get("name")), "whole", ("name",)),
+    "skills_run": Route(lambda c: c.runtime.skills.run(c.msg.get("name"), c.msg.get("input")), "whole",
+                        ("name", "input")),
+    "skills_remove": Route(lambda c: c.runtime.skills.remove(c.msg.get("name")), "whole", ("name",)),
     # engine state
-    "reset_chat": Route(lambda c: c.runtime.engine.reset_chat(), "whole"),
-    "unload": Route(lambda c: c.runtime.engine.unload(), "whole"),
+    "reset_chat": Route(lambda c: c.runtime.engine.reset_chat(), "whole", ()),
+    "unload": Route(lambda c: c.runtime.engine.unload(), "whole", ()),
     # control
-    "cancel": Route(lambda c: c.runtime.engine.abort(str(c.msg.get("target"))), "control"),
-    "interrupt": Route(lambda c: c.runtime.engine.interrupt(), "control"),
-    "boot_timings": Route(lambda c: c.boot_timings, "control"),
+    "cancel": Route(lambda c: c.runtime.engine.abort(str(c.msg.get("target"))), "control", ("target",)),
+    "interrupt": Route(lambda c: c.runtime.engine.interrupt(), "control", ()),
+    "boot_timings": Route(lambda c: c.boot_timings, "control", ()),
 }
