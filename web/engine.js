@@ -148,7 +148,7 @@ function settleOnly(api) {
           return Promise.resolve(value(...args));
         } catch (err) {
           return Promise.reject(err instanceof EngineError || err?.name === "InvalidInputError" ? err
-            : new EngineError({ name: "InvalidInputError", message: String(err?.message ?? err) }));
+            : new EngineError({ name: "InvalidInputError", message: String(err?.message ?? err), param: "arguments" }));
         }
       };
     } else if (value && typeof value === "object") {
@@ -212,14 +212,14 @@ export class WebWorkerEngine {
        * `{namespace, collection, index, model = "all-minilm-l6-v2", max_tokens = 128, overlap = 0, hybrid = false}`
        * -> the index's configuration and `created`; existing documents are indexed (progress as `put`)
        */
-      createIndex: (request, /** @type {{progress?: (p: IndexProgress) => void}} */ { progress } = {}) =>
-        this.send("index_create", { request }, { progress }),
+      createIndex: (request, /** @type {{progress?: (p: IndexProgress) => void}} */ options = {}) =>
+        this.send("index_create", { request }, { progress: options?.progress }),
       /**
        * `[{path: {namespace, collection, name}, contents: [{text} | "image"], metadata}]` -> `{documents, chunks}`.
        * Replaces documents with the same path. `progress({loaded, total, documents, chunks})` follows each commit.
        */
-      put: (documents, /** @type {{progress?: (p: IndexPutProgress) => void}} */ { progress } = {}) =>
-        this.send("index_put", { request: documents }, { progress }),
+      put: (documents, /** @type {{progress?: (p: IndexPutProgress) => void}} */ options = {}) =>
+        this.send("index_put", { request: documents }, { progress: options?.progress }),
       /** `[{namespace, collection, name}]` -> whether each existed */
       delete: (paths) => this.send("index_delete", { request: paths }),
       /** `{namespace?, collection?}` -> `{collections: [{namespace, collection, indexes}], documents?: [{name, chunks}]}` */
@@ -230,7 +230,7 @@ export class WebWorkerEngine {
     /** Skills: Python functions decorated with `@skill` (csi.sdk), kept in IndexedDB across reloads. */
     this.skills = {
       /** @param {{name: string, source: string}} skill -> `{name, description, input_schema, output_schema}` */
-      register: ({ name, source }) => this.send("skills_register", { name, source }),
+      register: (skill) => this.send("skills_register", { name: skill?.name, source: skill?.source }),
       /** -> `[{name, description, builtin, error}]` */
       list: () => this.send("skills_list"),
       /** @param {string} name -> `{description, input_schema, output_schema}` */
@@ -295,7 +295,13 @@ export class WebWorkerEngine {
     }
     const p = this.pending.get(msg?.id);
     if (!p) return;
-    if (msg.type === "progress") p.progress?.(msg.progress);
+    if (msg.type === "progress") {
+      try {
+        p.progress?.(msg.progress);
+      } catch (err) {
+        console.error("a progress callback threw:", err); // the call goes on
+      }
+    }
     else if (msg.type === "chunk") p.chunk?.(msg.chunk);
     else {
       this.pending.delete(msg.id);
@@ -315,7 +321,8 @@ export class WebWorkerEngine {
     return new Promise((resolve, reject) => {
       if (this.crashed) throw new EngineError({ name: "WorkerCrashedError", message: this.crashed });
       const text = encodeMessage({ id, type, ...body }); // id first: the worker finds it even in a bad message
-      this.pending.set(id, { resolve, reject, chunk: handlers.chunk, progress: handlers.progress });
+      const fn = (/** @type {any} */ f) => (typeof f === "function" ? f : undefined);
+      this.pending.set(id, { resolve, reject, chunk: fn(handlers.chunk), progress: fn(handlers.progress) });
       try {
         this.worker.postMessage(text);
       } catch (err) {
