@@ -3,6 +3,7 @@ regression tests. Each hostile message gets exactly one typed error carrying its
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -100,3 +101,70 @@ def test_a_skill_raising_system_exit_is_one_skill_error():
     r = reply(json.dumps({"id": "r1", "type": "skills_run", "name": "quits", "input": {"n": 1}}))
     assert r["error"]["name"] == "SkillError" and "SystemExit" in r["error"]["message"]
     assert reply(chat({"messages": USER, "max_tokens": 2}))["type"] == "result"
+
+
+async def _answers(*raws: str, ids: tuple[str, ...]) -> dict[str, dict]:
+    """Hand the messages to the app as worker.js does (one after the other, no waiting) and
+    collect the final reply of each id."""
+    sent.clear()
+    for raw in raws:
+        app.handle(raw)
+    for _ in range(10_000):
+        finals = {m["id"]: m for m in map(json.loads, sent) if m["type"] in ("result", "error")}
+        if all(i in finals for i in ids):
+            return finals
+        await asyncio.sleep(0)
+    raise AssertionError(f"no final reply for {ids}: {sent[-3:]}")
+
+
+def _batch(msg_id: str) -> str:
+    items = [{"model": "chat", "prompt": "x", "params": {"max_tokens": 40}} for _ in range(12)]
+    return json.dumps({"id": msg_id, "type": "csi_complete", "request": items})
+
+
+def test_an_interrupt_right_after_a_request_reaches_it_and_every_item_of_a_batch():
+    chat_msg = json.dumps({"id": "c1", "type": "chat", "request": {"messages": USER, "max_tokens": 40}})
+    out = run_async(_answers(chat_msg, _batch("b1"), json.dumps({"id": "i1", "type": "interrupt"}),
+                             ids=("c1", "b1")))
+    assert out["c1"]["result"]["choices"][0]["finish_reason"] == "abort"
+    assert out["c1"]["result"]["usage"]["completion_tokens"] == 0
+    assert [len(r["text"]) for r in out["b1"]["result"]] == [0] * 12
+    # a request after the interrupt runs whole
+    after = run_async(_answers(chat_msg.replace("c1", "c2"), ids=("c2",)))
+    assert after["c2"]["result"]["choices"][0]["finish_reason"] == "stop"
+    assert after["c2"]["result"]["usage"]["completion_tokens"] == 3
+
+
+def test_cancel_reaches_every_item_of_a_batch_and_is_forgotten_once_answered():
+    out = run_async(_answers(_batch("b2"), json.dumps({"id": "x", "type": "cancel", "target": "b2"}), ids=("b2",)))
+    assert [len(r["text"]) for r in out["b2"]["result"]] == [0] * 12
+    again = run_async(_answers(_batch("b2"), ids=("b2",)))  # the same id later is not cancelled
+    assert all(len(r["text"]) > 0 for r in again["b2"]["result"])
+
+
+def test_an_unload_during_a_load_cancels_the_load():
+    class SlowLoad(ScriptedBackend):
+        async def load_model(self, model_id, device, progress):
+            for _ in range(50):
+                await asyncio.sleep(0)
+            return await super().load_model(model_id, device, progress)
+
+    rt = build_runtime(SlowLoad(VOCAB, [1, EOS]), LocalHost())
+    msgs: list[str] = []
+    slow = WorkerApp(rt, msgs.append)
+
+    async def scenario() -> dict[str, dict]:
+        slow.handle(json.dumps({"id": "l", "type": "load", "model_ids": ["chat"]}))
+        await asyncio.sleep(0)
+        slow.handle(json.dumps({"id": "u", "type": "unload"}))
+        for _ in range(1000):
+            finals = {m["id"]: m for m in map(json.loads, msgs) if m["type"] in ("result", "error")}
+            if {"l", "u"} <= set(finals):
+                return finals
+            await asyncio.sleep(0)
+        raise AssertionError(msgs)
+
+    out = run_async(scenario())
+    assert out["u"]["type"] == "result"
+    assert out["l"]["type"] == "error" and out["l"]["error"]["name"] == "ModelLoadError"
+    assert dict(rt.engine.models) == {}

@@ -8,9 +8,10 @@ import itertools
 import re
 import time
 from collections.abc import AsyncIterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
-from ..errors import ContextWindowExceededError, InvalidInputError, ModelNotSupportedError
+from ..errors import ContextWindowExceededError, InvalidInputError, ModelLoadError, ModelNotSupportedError
 from .backend import Backend, Embeddings, ModelInfo, ProgressFn, StepResult
 from .decode import FinishReason, GenerationStats, TextDelta, decode
 from .grammar import GrammarError, compiler_message
@@ -20,6 +21,12 @@ from .token_bytes import TokenBytes
 from .tools import ToolCallParser, ToolFormat, detect_format, template_messages, tool_grammar
 
 MAX_MODELS = 8
+MAX_ABORTED = 1024
+
+MESSAGE: ContextVar[tuple[str | None, int] | None] = ContextVar("csi_message", default=None)
+"""The page message a task serves: its id and the interrupt epoch when it arrived (set by the
+worker's envelope). Every generation it starts, batch items included, is cancelled by that id
+and interrupted by any ``interrupt()`` after its arrival, even while it waits for the model."""
 MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?")
 
 
@@ -124,9 +131,10 @@ class Engine:
         self._locks: dict[str, asyncio.Lock] = {}
         self._token_bytes: dict[str, TokenBytes | None] = {}
         self._interrupt_epoch = 0
-        self._aborted: set[str] = set()
-        self._active: set[str] = set()
+        self._aborted: dict[str, None] = {}
+        """Request ids cancelled, running or not yet (oldest dropped past ``MAX_ABORTED``)."""
         self._run_ids = itertools.count()
+        self._load_epoch = 0
         self._aux_lock = asyncio.Lock()
 
     @property
@@ -150,8 +158,13 @@ class Engine:
                                         "repo id (letters, digits, '-', '_', '.', one '/'; at most 200 "
                                         "characters)", "model")
         await self.unload()
+        mine = self._load_epoch
         for model_id in dict.fromkeys(model_ids):
-            self._add(await self._backend.load_model(model_id, device, progress))
+            info = await self._backend.load_model(model_id, device, progress)
+            if self._load_epoch != mine:  # a later load or unload came while this one ran
+                await self._backend.unload_model(model_id)
+                raise ModelLoadError(f"loading {model_id!r} was cancelled by a later load or unload", "model")
+            self._add(info)
         return list(self._models.values())
 
     def _add(self, info: ModelInfo) -> None:
@@ -161,6 +174,8 @@ class Engine:
             self._token_bytes[info.model_id] = self._backend.token_bytes(info.model_id)
 
     async def unload(self) -> None:
+        """Unload every model, and cancel a load under way."""
+        self._load_epoch += 1
         for model_id in list(self._models):
             async with self._locks[model_id]:
                 await self._backend.unload_model(model_id)
@@ -173,8 +188,18 @@ class Engine:
 
     def abort(self, request_id: str) -> None:
         """End the generation of one request (running or queued) with ``abort``."""
-        if request_id in self._active:
-            self._aborted.add(request_id)
+        self._aborted[request_id] = None
+        while len(self._aborted) > MAX_ABORTED:
+            del self._aborted[next(iter(self._aborted))]
+
+    def forget(self, request_id: str) -> None:
+        """The message ``request_id`` is answered: drop its cancellation."""
+        self._aborted.pop(request_id, None)
+
+    @property
+    def interrupt_epoch(self) -> int:
+        """How many ``interrupt()`` calls there have been."""
+        return self._interrupt_epoch
 
     async def reset_chat(self) -> None:
         """Forget the cached conversation of every chat model."""
@@ -323,12 +348,11 @@ class Engine:
         choice with ``abort`` and skip the rest.
         """
         model, n = gen.model, gen.n
-        key = gen.request_id or f"run-{next(self._run_ids)}"
-        self._active.add(key)
+        message = MESSAGE.get()
+        key = gen.request_id or (message[0] if message and message[0] is not None else f"run-{next(self._run_ids)}")
+        epoch = message[1] if message else self._interrupt_epoch
         try:
             async with self._locks[model.model_id]:
-                epoch = self._interrupt_epoch
-
                 def cancelled() -> bool:
                     return self._interrupt_epoch != epoch or key in self._aborted
 
@@ -353,5 +377,5 @@ class Engine:
                                 prompt_tokens=len(gen.prompt_ids), finish_reason="abort"))
                         break
         finally:
-            self._active.discard(key)
-            self._aborted.discard(key)
+            if message is None:  # the envelope forgets a message's id once it is answered
+                self._aborted.pop(key, None)

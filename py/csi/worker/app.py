@@ -10,12 +10,14 @@ worker/protocol.js declare them. Worker -> page: ``{id, type: "progress", progre
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from contextvars import Context, copy_context
 from json import dumps, loads
 from typing import Any
 
 from pydantic import BaseModel
 
+from ..core.engine import MESSAGE
 from ..errors import InvalidInputError, error_to_dict
 from ..runtime import Runtime
 from .message import decode_message, leading_id
@@ -45,20 +47,24 @@ class WorkerApp:
 
     def handle(self, raw: str) -> None:
         """Take one message: a control message acts and answers now; any other runs as a task."""
-        work = self._start(raw)
-        if work is not None:
-            task = asyncio.ensure_future(work)
+        started = self._start(raw)
+        if started is not None:
+            work, context = started
+            task = context.run(asyncio.ensure_future, work)  # the task runs in the message's context
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
     async def serve(self, raw: str) -> None:
         """Take one message and return once it is answered (every request ends with exactly one
         ``result`` or ``error``)."""
-        work = self._start(raw)
-        if work is not None:
-            await work
+        started = self._start(raw)
+        if started is not None:
+            work, context = started
+            await context.run(asyncio.ensure_future, work)
 
-    def _start(self, raw: str) -> Awaitable[None] | None:
+    def _start(self, raw: str) -> tuple[Coroutine[Any, Any, None], Context] | None:
+        """Read a message; answer it now if it is a control message or unreadable, else return the
+        work that answers it and the context to run it in (its id, the interrupt epoch now)."""
         request_id = leading_id(raw) if isinstance(raw, str) else None
         try:
             msg = decode_message(raw)
@@ -79,7 +85,9 @@ class WorkerApp:
         except Exception as exc:  # noqa: BLE001 - everything must reach the page
             self.send({"id": request_id, "type": "error", "error": error_to_dict(exc)})
             return None
-        return self._run(route, call)
+        context = copy_context()
+        context.run(MESSAGE.set, (None if request_id is None else str(request_id), self.runtime.engine.interrupt_epoch))
+        return self._run(route, call), context
 
     async def _run(self, route: Route, call: Call) -> None:
         try:
@@ -96,6 +104,9 @@ class WorkerApp:
             self.send({"id": call.request_id, "type": "error", "error": error_to_dict(exc)})
             if isinstance(exc, asyncio.CancelledError):
                 raise
+        finally:
+            if call.request_id is not None:
+                self.runtime.engine.forget(str(call.request_id))
 
     def _progress(self, request_id: Any) -> Callable[[dict[str, Any]], None]:
         return lambda p: self.send({"id": request_id, "type": "progress", "progress": p})
