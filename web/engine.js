@@ -23,7 +23,7 @@ import { encodeMessage } from "./message.js";
  * @typedef {{stage: string, file: string|null, loaded: number, total: number, model: string|null,
  *            progress: number, timeElapsed: number, text: string}} InitProgressReport
  * @typedef {{initProgressCallback?: (r: InitProgressReport) => void,
- *            device?: "wasm"|"webgpu"|"auto"}} EngineConfig
+ *            device?: "wasm"|"webgpu"|"auto", skillTimeLimitMs?: number}} EngineConfig
  * @typedef {{id: string, type: "function", function: {name: string, arguments: string}}} ChatCompletionMessageToolCall
  * @typedef {{index: number, id?: string, type?: "function", function: {name?: string, arguments?: string}}} ToolCallDelta
  * @typedef {{role: "system"|"user"|"assistant"|"tool", content: string|null|Array<{type: "text", text: string}>,
@@ -157,6 +157,9 @@ function settleOnly(api) {
   }
 }
 
+/** How long a skill may run (or its module take to load) before it is interrupted. */
+export const SKILL_TIME_LIMIT_MS = 300_000;
+
 export class WebWorkerEngine {
   /** @param {Worker} worker @param {EngineConfig} config */
   constructor(worker, config = {}) {
@@ -169,6 +172,14 @@ export class WebWorkerEngine {
     this.modelIds = [];
     /** @type {string|null} why the worker is gone, once it is */
     this.crashed = null;
+    /** @type {Uint8Array|null} Pyodide's interrupt flag, shared with the worker when the page is cross-origin isolated */
+    this.interruptBuffer = null;
+    if (globalThis.crossOriginIsolated && typeof SharedArrayBuffer === "function") {
+      this.interruptBuffer = new Uint8Array(new SharedArrayBuffer(1));
+      worker.postMessage({ type: "interrupt_buffer", buffer: this.interruptBuffer.buffer });
+    }
+    /** @type {Set<string>} skill calls (register, run) under way: what an interrupt of Python may hit */
+    this.skillCalls = new Set();
     worker.addEventListener("message", (event) => this.receive(event.data));
     worker.addEventListener("error", (event) => {
       event.preventDefault?.();
@@ -230,13 +241,18 @@ export class WebWorkerEngine {
     /** Skills: Python functions decorated with `@skill` (csi.sdk), kept in IndexedDB across reloads. */
     this.skills = {
       /** @param {{name: string, source: string}} skill -> `{name, description, input_schema, output_schema}` */
-      register: (skill) => this.send("skills_register", { name: skill?.name, source: skill?.source }),
+      register: (skill, /** @type {{timeLimitMs?: number}} */ options = {}) =>
+        this.skillCall("skills_register", { name: skill?.name, source: skill?.source }, options),
       /** -> `[{name, description, builtin, error}]` */
       list: () => this.send("skills_list"),
       /** @param {string} name -> `{description, input_schema, output_schema}` */
       metadata: (name) => this.send("skills_metadata", { name }),
-      /** @param {string} name @param {any} input a JSON value -> the skill's output (a JSON value) */
-      run: (name, input) => this.send("skills_run", { name, input }),
+      /**
+       * @param {string} name @param {any} input a JSON value -> the skill's output (a JSON value)
+       * @param {{timeLimitMs?: number}} [options] past the limit (default `config.skillTimeLimitMs`, 5 minutes)
+       *   the skill is interrupted and the call rejects with a `SkillError`
+       */
+      run: (name, input, options = {}) => this.skillCall("skills_run", { name, input }, options),
       /** @param {string} name */
       remove: (name) => this.send("skills_remove", { name }),
     };
@@ -379,9 +395,35 @@ export class WebWorkerEngine {
     });
   }
 
-  /** End the running generation at its next token (finish_reason "abort"). */
+  /**
+   * A skill call with a time limit: past it, Python is interrupted (KeyboardInterrupt in the skill),
+   * which needs the page to be cross-origin isolated; elsewhere the limit cannot stop a skill.
+   * @param {"skills_register"|"skills_run"} type @param {any} body @param {{timeLimitMs?: number}} options
+   */
+  skillCall(type, body, options) {
+    const id = `r${this.nextId++}`;
+    const limit = Number(options?.timeLimitMs ?? this.config.skillTimeLimitMs ?? SKILL_TIME_LIMIT_MS);
+    this.skillCalls.add(id);
+    const timer = setTimeout(() => this.interruptPython(), limit);
+    const done = () => {
+      clearTimeout(timer);
+      this.skillCalls.delete(id);
+      if (!this.skillCalls.size && this.interruptBuffer) Atomics.store(this.interruptBuffer, 0, 0);
+    };
+    const call = this.send(type, body, { id });
+    call.then(done, done);
+    return call;
+  }
+
+  /** Raise KeyboardInterrupt in the worker's Python at its next instruction (when isolated). */
+  interruptPython() {
+    if (this.interruptBuffer) Atomics.store(this.interruptBuffer, 0, 2); // SIGINT
+  }
+
+  /** End the running generation at its next token (finish_reason "abort"), and a skill that is running. */
   interruptGenerate() {
     this.post({ id: `i${this.nextId++}`, type: "interrupt" });
+    if (this.skillCalls.size) this.interruptPython();
   }
 
   /** Forget the conversation state kept for the loaded chat models. */

@@ -31,6 +31,11 @@ function bootProgress(id, stage, loaded = 0, total = 1) {
   post({ id, type: "progress", progress: { stage, file: null, loaded, total, model: null } });
 }
 
+/** @type {Uint8Array|null} Pyodide's interrupt flag, shared with the page (cross-origin isolated sites) */
+let interruptBuffer = null;
+/** @type {any} */
+let pyodideInstance = null;
+
 /** @type {App|null} */
 let app = null;
 /** @type {Promise<App>|null} */
@@ -44,6 +49,8 @@ async function boot(id) {
   const t0 = performance.now();
   bootProgress(id, "pyodide", 0);
   const pyodide = await loadPyodide({ indexURL: new URL("vendor/pyodide/", SITE).href });
+  pyodideInstance = pyodide;
+  if (interruptBuffer) pyodide.setInterruptBuffer(interruptBuffer);
   const t1 = performance.now();
   bootProgress(id, "wheels", 0);
   const wheels = await (await fetch(new URL("wheels/wheels.json", SITE))).json();
@@ -80,6 +87,14 @@ function idOf(data) {
 
 self.onmessage = async (event) => {
   const data = event.data;
+  if (data?.type === "interrupt_buffer") {
+    // the page raises KeyboardInterrupt in Python through it, to stop a skill that runs away
+    if (data.buffer instanceof SharedArrayBuffer) {
+      interruptBuffer = new Uint8Array(data.buffer);
+      pyodideInstance?.setInterruptBuffer(interruptBuffer);
+    }
+    return;
+  }
   try {
     if (!app) {
       booting ??= boot(idOf(data));

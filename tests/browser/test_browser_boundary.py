@@ -122,6 +122,44 @@ def test_random_hostile_calls_settle_typed_and_leave_nothing_pending(page):
     assert greedy(page) == before
 
 
+SPIN = """from pydantic import BaseModel
+from csi.sdk import skill
+
+class I(BaseModel):
+    n: int
+
+class O(BaseModel):
+    n: int
+
+@skill
+def spin(csi, input: I) -> O:
+    while True:
+        pass
+"""
+
+
+def test_a_runaway_skill_is_interrupted_at_its_time_limit_and_the_engine_goes_on(page):
+    before = greedy(page)
+    out = page.ok("""
+      await engine.skills.register({name: 'spin', source: arg.spin});
+      const t = performance.now();
+      const run = await engine.skills.run('spin', {n: 1}, {timeLimitMs: 1500}).then(() => null,
+        (e) => ({name: e.name, message: e.message}));
+      const ranMs = performance.now() - t;
+      const load = await engine.skills.register({name: 'spin2', source: arg.loops},
+                                                {timeLimitMs: 1500}).then(() => null, (e) => ({name: e.name, param: e.param}));
+      const listed = (await engine.skills.list()).map((s) => s.name);
+      return {run, ranMs, load, listed, isolated: crossOriginIsolated, pending: engine.pendingCount};""",
+                  {"spin": SPIN, "loops": "while True:\n    pass\n"})
+    assert out["isolated"]
+    assert out["run"]["name"] == "SkillError" and "interrupted" in out["run"]["message"]
+    assert 1400 < out["ranMs"] < 10_000
+    assert out["load"] == {"name": "InvalidInputError", "param": "source"}
+    assert "spin" in out["listed"] and "spin2" not in out["listed"]
+    assert out["pending"] == 0
+    assert greedy(page) == before
+
+
 def test_a_terminated_worker_rejects_what_was_pending_with_a_typed_error(page):
     out = page.ok("""
       const pending = engine.completions.create({prompt: 'The', max_tokens: 500, ignore_eos: true});

@@ -83,7 +83,10 @@ class Skill(Generic[In, Out]):
         try:
             result = self.func(csi, validated)
             return self._output.dump_json(result)
-        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # the skill's, not the engine's
+        except KeyboardInterrupt:
+            raise SkillError(f"skill {self.name} was interrupted: it ran past its time limit, or "
+                             "interruptGenerate() was called") from None
+        except (Exception, SystemExit) as exc:  # the skill's, not the engine's
             tb = traceback.format_exc()
             raise SkillError(f"skill {self.name} raised {type(exc).__name__}: {exc}\n{tb}") from None
 

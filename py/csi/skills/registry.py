@@ -50,7 +50,7 @@ def load_skill_source(name: str, source: str) -> Skill[Any, Any]:
     sys.modules[module_name] = module  # pydantic resolves the module's annotations through here
     try:
         exec(code, module.__dict__)
-    except Exception as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # interrupted: it ran past its time limit
         if previous is not None:
             sys.modules[module_name] = previous
         else:
