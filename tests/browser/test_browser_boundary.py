@@ -146,8 +146,8 @@ def test_a_runaway_skill_is_interrupted_at_its_time_limit_and_the_engine_goes_on
       const run = await engine.skills.run('spin', {n: 1}, {timeLimitMs: 1500}).then(() => null,
         (e) => ({name: e.name, message: e.message}));
       const ranMs = performance.now() - t;
-      const load = await engine.skills.register({name: 'spin2', source: arg.loops},
-                                                {timeLimitMs: 1500}).then(() => null, (e) => ({name: e.name, param: e.param}));
+      const load = await engine.skills.register({name: 'spin2', source: arg.loops}, {timeLimitMs: 1500})
+        .then(() => null, (e) => ({name: e.name, param: e.param}));
       const listed = (await engine.skills.list()).map((s) => s.name);
       return {run, ranMs, load, listed, isolated: crossOriginIsolated, pending: engine.pendingCount};""",
                   {"spin": SPIN, "loops": "while True:\n    pass\n"})
