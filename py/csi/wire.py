@@ -55,6 +55,13 @@ def parse_request(model: type[M], data: Any) -> M:
         raise InvalidInputError(message, path if err["loc"] else "request") from None
 
 
+MAX_BATCH = 2048
+"""The most items one batch call (CSI batches, embeddings inputs, RemoteLLM prompts) may hold."""
+
+
 def parse_batch(model: type[M], requests: Any) -> M:
     """A batch face's requests, validated as ``{"requests": requests}`` (paths read ``requests[i]...``)."""
+    if isinstance(requests, list) and len(requests) > MAX_BATCH:
+        raise InvalidInputError(f"`requests` holds {len(requests)} items; a batch holds at most {MAX_BATCH}",
+                                "requests")
     return parse_request(model, {"requests": requests})

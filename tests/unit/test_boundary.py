@@ -168,3 +168,17 @@ def test_an_unload_during_a_load_cancels_the_load():
     assert out["u"]["type"] == "result"
     assert out["l"]["type"] == "error" and out["l"]["error"]["name"] == "ModelLoadError"
     assert dict(rt.engine.models) == {}
+
+
+@pytest.mark.parametrize(("raw", "param"), [
+    (json.dumps({"id": "r1", "type": "csi_chunk", "request": [{"text": "a", "params": {"model": "embed",
+                                                                                       "max_tokens": 2}}] * 2049}),
+     "requests"),
+    (json.dumps({"id": "r1", "type": "embeddings", "request": {"input": ["a"] * 2049, "model": "embed"}}), "input"),
+    (json.dumps({"id": "r1", "type": "remote_generate", "request": {"prompts": ["a"] * 2049}}), "prompts"),
+    (json.dumps({"id": "r1", "type": "skills_register", "name": "big", "source": "#" * (1024 * 1024 + 1)}), "source"),
+    ('{"id":"r1","type":"chat","request":{"stop":"' + "x" * (64 * 1024 * 1024) + '"}}', "message"),
+])
+def test_limits_are_typed_errors_naming_what_is_too_big(raw, param):
+    r = reply(raw)
+    assert r["id"] == "r1" and r["error"]["name"] == "InvalidInputError" and r["error"]["param"] == param, r

@@ -4,19 +4,19 @@
 from __future__ import annotations
 
 from json import dumps
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from ..core.engine import Engine
 from ..core.request import GenerationParams, GenerationRequest, SamplingParams
 from ..errors import blame
-from ..wire import Strict, parse_request
+from ..wire import MAX_BATCH, Strict, parse_request
 
 
 class GenerateRequest(Strict):
     api_key: str = ""
-    prompts: list[str] = []
+    prompts: Annotated[list[str], Field(max_length=MAX_BATCH)] = []
     stop: list[str] = []
 
     def to_generation_requests(self, model: str) -> list[GenerationRequest]:

@@ -27,6 +27,8 @@ EXAMPLES = {
 }
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
+MAX_SOURCE_CHARS = 1024 * 1024
+
 # Runs a skill body (which needs a Csi) without blocking the engine's event loop.
 SkillRunner = Callable[[Callable[[Csi], bytes]], Awaitable[bytes]]
 
@@ -111,6 +113,9 @@ class SkillRegistry:
             raise InvalidInputError(f"{name!r} is the name of a built-in example skill", "name")
         if not isinstance(source, str):
             raise InvalidInputError("`source` must be Python source text", "source")
+        if len(source) > MAX_SOURCE_CHARS:
+            raise InvalidInputError(f"`source` has {len(source)} characters; a skill's source holds at most "
+                                    f"{MAX_SOURCE_CHARS}", "source")
         skill = load_skill_source(name, source)
         await self.store.store_skill(name, source)
         self._entries[name] = _Entry(skill, builtin=False)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, model_serializer
 from ...core.decode import FinishReason
 from ...core.request import ChatMessage, GenerationParams, GenerationRequest, SamplingParams, ToolCall
 from ...errors import InvalidInputError
-from ...wire import Strict
+from ...wire import MAX_BATCH, Strict
 from .structured import ChatCompletionTool, ResponseFormat, ToolChoiceOption, engine_tools
 
 ChatFinishReason = FinishReason | Literal["tool_calls"]
@@ -215,7 +215,7 @@ def _generation_params(req: ChatCompletionRequest | CompletionRequest, top_logpr
 class EmbeddingRequest(Strict):
     """OpenAI embeddings request: one string or a list of strings."""
 
-    input: str | Annotated[list[str], Field(min_length=1)]
+    input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_BATCH)]
     model: str | None = None
     encoding_format: Literal["float"] | None = None
     dimensions: None = None
