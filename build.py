@@ -5,6 +5,7 @@
   python3 build.py serve [--port N]   ... then serve it at http://127.0.0.1:8000/
   python3 build.py test [pytest args] ... then run the whole test suite
   python3 build.py bench        ... then run the benchmarks and print JSON
+  python3 build.py fuzz         ... then run the fuzzers with 10x the suite's budget
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def setup(browser: bool) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", nargs="?", default="build", choices=["build", "serve", "test", "bench"])
+    parser.add_argument("command", nargs="?", default="build", choices=["build", "serve", "test", "bench", "fuzz"])
     parser.add_argument("--port", type=int, default=8000)
     args, rest = parser.parse_known_args()
 
@@ -55,6 +56,14 @@ def main() -> int:
         setup(browser=True)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "py"), str(ROOT)])}
         return subprocess.call([sys.executable, "-m", "pytest", "tests", *rest], cwd=ROOT, env=env)
+    if args.command == "fuzz":  # the suite's fuzzers with a budget 10x larger (CSI_FUZZ_EXAMPLES overrides)
+        setup(browser=True)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "py"), str(ROOT)]),
+               "CSI_FUZZ_EXAMPLES": os.environ.get("CSI_FUZZ_EXAMPLES", "20000"),
+               "CSI_PAGE_FUZZ_CALLS": os.environ.get("CSI_PAGE_FUZZ_CALLS", "3000")}
+        return subprocess.call([sys.executable, "-m", "pytest", "-p", "no:warnings", "-q",
+                                "tests/unit/test_fuzz_messages.py", "tests/cpython/test_fuzz_real.py",
+                                "tests/browser/test_browser_boundary.py", *rest], cwd=ROOT, env=env)
     if args.command == "bench":
         dist = setup(browser=True)
         from buildtools.bench import run_bench

@@ -4,6 +4,7 @@ rejects what was pending."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from tests.support.browser import EnginePage, open_engine_page
 
+CALLS = int(os.environ.get("CSI_PAGE_FUZZ_CALLS", "300"))
 TYPED = ["InvalidInputError", "ModelNotSupportedError", "ContextWindowExceededError", "ModelLoadError",
          "NotFoundError", "SkillError"]
 
@@ -107,7 +109,7 @@ def test_random_hostile_calls_settle_typed_and_leave_nothing_pending(page):
         (a) => engine.remote.generationalGuts(a),
       ];
       const counts = {}; const bad = [];
-      for (let i = 0; i < 300; i++) {
+      for (let i = 0; i < arg; i++) {
         const m = Math.floor(rnd() * methods.length);
         const r = await settle(() => methods[m](hostile(), hostile()));
         const key = r.ok ? 'ok' : (r.name ?? Object.keys(r)[0]);
@@ -115,10 +117,10 @@ def test_random_hostile_calls_settle_typed_and_leave_nothing_pending(page):
         if (r.sync || r.hang || r.notPromise || (!r.ok && !%TYPED%.includes(r.name))
             || (r.name === 'InvalidInputError' && r.param === null)) bad.push([i, m, r]);
       }
-      return {counts, bad: bad.slice(0, 10), pending: engine.pendingCount};""".replace("%TYPED%", str(TYPED)))
+      return {counts, bad: bad.slice(0, 10), pending: engine.pendingCount};""".replace("%TYPED%", str(TYPED)), CALLS)
     assert out["bad"] == [], out
     assert out["pending"] == 0
-    assert sum(out["counts"].values()) == 300
+    assert sum(out["counts"].values()) == CALLS
     assert greedy(page) == before
 
 
