@@ -8,6 +8,7 @@ import { prefixRange, result, transact } from "./idb.js";
 import { VectorIndex } from "./vector_index.js";
 
 const CHANNEL = "csi-web-documents";
+const WRITE_LOCK = "csi-web-index-writes";
 
 /**
  * An index's configuration as Python writes it (csi.index.store.IndexConfig), stored beside its key.
@@ -147,6 +148,18 @@ export class DocStore {
     }
     this.forget(namespace, collection);
     this.changed(namespace, collection);
+  }
+
+  /**
+   * Take the site-wide lock on index writes (a Web Lock, so other tabs' workers wait for it too);
+   * resolves to the function that releases it. A worker that dies releases it with it.
+   * @returns {Promise<() => void>}
+   */
+  lockWrites() {
+    return new Promise((resolve, reject) => {
+      navigator.locks.request(WRITE_LOCK, () => new Promise((release) => resolve(() => release(undefined))))
+        .catch(reject);
+    });
   }
 
   /**

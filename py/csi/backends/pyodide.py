@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 from array import array
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from json import dumps, loads
 from typing import Any
 
@@ -263,6 +265,14 @@ class PyodideIndexStore:
 
     def __init__(self, store: Any) -> None:
         self._js = store
+
+    @asynccontextmanager
+    async def writing(self) -> AsyncIterator[None]:
+        release = await self._js.lockWrites()  # a Web Lock: writers in every tab of the site take turns
+        try:
+            yield
+        finally:
+            release()
 
     async def collections(self) -> list[tuple[str, str]]:
         return [(ns, coll) for ns, coll in loads(await self._js.collections())]

@@ -9,7 +9,6 @@ leaves the whole-corpus scoring to the store's kernel (see ``csi.index.store``).
 
 from __future__ import annotations
 
-import asyncio
 from array import array
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -50,7 +49,6 @@ class DocumentIndex:
         self.engine = engine
         self.text = text
         self.store = store
-        self._write = asyncio.Lock()
         self._catalogs: dict[Key, Catalog] = {}
 
     # ---- lookups ---------------------------------------------------------------------------------
@@ -135,7 +133,7 @@ class DocumentIndex:
         dims = (await self.engine.embed(model, ["dimensions"])).dims
         config = IndexConfig(req.namespace, req.collection, req.index, req.model, req.max_tokens, req.overlap,
                              req.hybrid, dims)
-        async with self._write:
+        async with self.store.writing():
             created = True
             for existing in await self.store.indexes(req.namespace, req.collection):
                 if existing.index == req.index:
@@ -171,7 +169,7 @@ class DocumentIndex:
                                         f"documents[{i}].path")
             seen[doc.path.key] = i
         total_chunks = 0
-        async with self._write:
+        async with self.store.writing():
             configs: dict[tuple[str, str], list[tuple[IndexConfig, ModelInfo]]] = {}
             for doc in docs:
                 key = (doc.path.namespace, doc.path.collection)
@@ -219,12 +217,12 @@ class DocumentIndex:
 
     async def delete(self, paths: list[DocumentPath]) -> list[bool]:
         """Delete documents; whether each existed."""
-        async with self._write:
+        async with self.store.writing():
             return await self.store.delete_documents([p.key for p in paths])
 
     async def drop(self, req: CollectionRef) -> dict[str, Any]:
         """Drop one index (``index`` given) or a whole collection with its documents."""
-        async with self._write:
+        async with self.store.writing():
             if req.index is None:
                 await self._check_collection(req.namespace, req.collection)
                 await self.store.drop_collection(req.namespace, req.collection)

@@ -16,10 +16,12 @@ chunks that pass the semantic part or match a term, scored
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import math
 from array import array
 from collections import Counter
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -134,6 +136,11 @@ class StaleCatalogError(Exception):
 
 
 class IndexStore(Protocol):
+    def writing(self) -> AbstractAsyncContextManager[None]:
+        """Held around each write operation (read configurations, chunk and embed, commit), so writers
+        sharing this store — other tabs of the site too — take turns instead of racing."""
+        ...
+
     async def collections(self) -> list[tuple[str, str]]:
         """Every collection that has a document or an index."""
         ...
@@ -255,11 +262,15 @@ class MemoryIndexStore:
     """``IndexStore`` in memory, for CPython (tests, ``csi.local``)."""
 
     def __init__(self) -> None:
+        self._lock = asyncio.Lock()
         self._collections: set[tuple[str, str]] = set()
         self._indexes: dict[Key, IndexConfig] = {}
         self._docs: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._chunks: dict[Key, dict[str, ChunkSet]] = {}  # index -> document name -> chunks
         self._generation = 0
+
+    def writing(self) -> AbstractAsyncContextManager[None]:
+        return self._lock
         self._loaded: dict[Key, tuple[int, list[_Row], Catalog]] = {}
 
     def _changed(self, namespace: str, collection: str) -> None:
