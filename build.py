@@ -6,6 +6,7 @@
   python3 build.py test [pytest args] ... then run the whole test suite
   python3 build.py bench        ... then run the benchmarks and print JSON
   python3 build.py fuzz         ... then run the fuzzers with 10x the suite's budget
+  python3 build.py soak [--minutes N]  ... then N minutes (30) of mixed traffic, and index faults
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ def setup(browser: bool) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", nargs="?", default="build", choices=["build", "serve", "test", "bench", "fuzz"])
+    parser.add_argument("command", nargs="?", default="build",
+                        choices=["build", "serve", "test", "bench", "fuzz", "soak"])
+    parser.add_argument("--minutes", type=float, default=30.0, help="soak: how long the traffic runs")
     parser.add_argument("--port", type=int, default=8000)
     args, rest = parser.parse_known_args()
 
@@ -64,6 +67,11 @@ def main() -> int:
         return subprocess.call([sys.executable, "-m", "pytest", "-p", "no:warnings", "-q",
                                 "tests/unit/test_fuzz_messages.py", "tests/cpython/test_fuzz_real.py",
                                 "tests/browser/test_browser_boundary.py", *rest], cwd=ROOT, env=env)
+    if args.command == "soak":
+        dist = setup(browser=True)
+        from buildtools.soak import run_soak
+
+        return run_soak(dist, args.minutes)
     if args.command == "bench":
         dist = setup(browser=True)
         from buildtools.bench import run_bench
