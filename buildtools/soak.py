@@ -54,7 +54,8 @@ async ([minutes]) => {
   const samples = [];
   const sample = async (minute) => {
     const m = await performance.measureUserAgentSpecificMemory();
-    const worker = m.breakdown.filter((b) => b.types.includes('DedicatedWorker')).reduce((a, b) => a + b.bytes, 0);
+    const worker = m.breakdown.filter((b) => b.attribution.some((a) => a.scope === 'DedicatedWorkerGlobalScope'))
+      .reduce((a, b) => a + b.bytes, 0);
     samples.push({minute, total_bytes: m.bytes, worker_bytes: worker, page_bytes: m.bytes - worker,
                   pending: engine.pendingCount});
   };
