@@ -268,10 +268,10 @@ class MemoryIndexStore:
         self._docs: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._chunks: dict[Key, dict[str, ChunkSet]] = {}  # index -> document name -> chunks
         self._generation = 0
+        self._loaded: dict[Key, tuple[int, list[_Row], Catalog]] = {}
 
     def writing(self) -> AbstractAsyncContextManager[None]:
         return self._lock
-        self._loaded: dict[Key, tuple[int, list[_Row], Catalog]] = {}
 
     def _changed(self, namespace: str, collection: str) -> None:
         self._generation += 1
