@@ -46,5 +46,6 @@ def test_every_message_ends_in_one_typed_reply_on_the_real_backend(raw):
 
 
 def test_the_engine_decodes_as_before_the_fuzzing():
+    print(f"fuzzed {sum(log.outcomes.values())} messages: {dict(log.outcomes)}")
     assert sum(log.outcomes.values()) > 0
     assert _greedy() == BEFORE

@@ -47,5 +47,6 @@ def test_every_message_ends_in_one_typed_reply_with_its_id(raw):
 
 
 def test_the_engine_answers_as_before_the_fuzzing():
+    print(f"fuzzed {sum(log.outcomes.values())} messages: {dict(log.outcomes)}")
     assert sum(log.outcomes.values()) > 0, "runs after the fuzzer"
     assert _greedy() == BEFORE
