@@ -12,7 +12,7 @@ from csi.backends.local_host import LocalHost
 from csi.runtime import build_runtime
 from csi.worker.app import WorkerApp
 from tests.support.aio import run_async
-from tests.support.fuzz import FuzzLog, budget, messages, send_one
+from tests.support.fuzz import FuzzLog, budget, fuzz_one, messages
 from tests.support.paths import DIST, MODELS
 
 LOADED = ["all-minilm-l6-v2", "tiny-chat"]
@@ -37,12 +37,7 @@ BEFORE = _greedy()
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(messages("tiny-chat", "all-minilm-l6-v2"))
 def test_every_message_ends_in_one_typed_reply_on_the_real_backend(raw):
-    one = FuzzLog()
-    run_async(send_one(app, sent, raw, one))
-    log.outcomes.update(one.outcomes)
-    if sorted(runtime.engine.models) != LOADED:
-        run_async(runtime.engine.load(LOADED))
-    assert not one.violations, one.violations[0]
+    fuzz_one(app, sent, raw, log, LOADED)
 
 
 def test_the_engine_decodes_as_before_the_fuzzing():

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from csi.worker.app import WorkerApp
 from csi.worker.routes import ROUTES
+from tests.support.aio import run_async
 
 TYPED = {"InvalidInputError", "ModelNotSupportedError", "ContextWindowExceededError", "ModelLoadError", "SkillError",
          "NotFoundError"}
@@ -183,3 +184,14 @@ async def send_one(app: WorkerApp, sent: list[str], raw: str, log: FuzzLog) -> N
         log.bad(raw, f"untyped error {err['name']}: {err['message'][:300]}")
     elif err["name"] == "InvalidInputError" and err.get("param") is None:
         log.bad(raw, f"InvalidInputError without param: {err['message'][:200]}")
+
+
+def fuzz_one(app: WorkerApp, sent: list[str], raw: str, log: FuzzLog, loaded: list[str]) -> None:
+    """Send one fuzzed message, count its outcome in ``log``, put the models back if a fuzzed
+    load/unload changed them, and fail on the first violation."""
+    one = FuzzLog()
+    run_async(send_one(app, sent, raw, one))
+    log.outcomes.update(one.outcomes)
+    if sorted(app.runtime.engine.models) != loaded:
+        run_async(app.runtime.engine.load(loaded))
+    assert not one.violations, one.violations[0]

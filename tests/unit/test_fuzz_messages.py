@@ -12,7 +12,7 @@ from csi.runtime import build_runtime
 from csi.testing import EOS, ScriptedBackend
 from csi.worker.app import WorkerApp
 from tests.support.aio import run_async
-from tests.support.fuzz import FuzzLog, budget, messages, send_one
+from tests.support.fuzz import FuzzLog, budget, fuzz_one, messages
 from tests.support.paths import DIST
 
 VOCAB = [b"<eos>", b"Hello", b" world", b"!"]
@@ -38,12 +38,7 @@ BEFORE = _greedy()
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(messages("chat", "embed"))
 def test_every_message_ends_in_one_typed_reply_with_its_id(raw):
-    one = FuzzLog()
-    run_async(send_one(app, sent, raw, one))
-    log.outcomes.update(one.outcomes)
-    if sorted(runtime.engine.models) != MODELS:  # a fuzzed load/unload changed them: put them back
-        run_async(runtime.engine.load(MODELS))
-    assert not one.violations, one.violations[0]
+    fuzz_one(app, sent, raw, log, MODELS)
 
 
 def test_the_engine_answers_as_before_the_fuzzing():

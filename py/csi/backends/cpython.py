@@ -181,11 +181,10 @@ class _GutsSession:
                 v = np.fft.fft(v.astype(np.float64), axis=1).real
             return np.asarray(v[:, :keep] if keep else v, dtype=np.float32).tolist()
 
-        z = logits[-1].astype(np.float64)
-        top = np.lexsort((np.arange(len(z)), -z))[:top_k]
-        probs = np.exp(z[top] - z.max()) / np.exp(z - z.max()).sum()
+        last = logits[-1]
+        _, top = token_logprobs(last, 0, top_k)
         return GutsArrays(shown(token), shown(positions), shown(hidden),
-                          [(int(i), float(np.float32(z[i])), float(p)) for i, p in zip(top, probs, strict=True)])
+                          [(i, float(last[i]), math.exp(lp)) for i, lp in top])
 
 
 GRAMMAR_CACHE_SIZE = 64
