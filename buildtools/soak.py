@@ -9,6 +9,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from .serve import serve_in_thread
@@ -104,10 +105,14 @@ def run_soak(dist: Path, minutes: float) -> int:
         out["memory_slope_bytes_per_minute"] = {k: _slope(xs, [s[k] for s in samples])
                                                 for k in ("worker_bytes", "page_bytes", "total_bytes")}
     root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "CSI_FAULT_POINTS": "10",
-           "PYTHONPATH": os.pathsep.join([str(root / "py"), str(root)])}
-    faults = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:warnings",
-                              "tests/browser/test_browser_index_faults.py"], cwd=root, env=env)
-    out["index_faults_10_points_passed"] = faults == 0
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "faults.jsonl"
+        env = {**os.environ, "CSI_FAULT_POINTS": "10", "CSI_KILL_POINTS": "10", "CSI_FAULT_REPORT": str(report),
+               "PYTHONPATH": os.pathsep.join([str(root / "py"), str(root)])}
+        faults = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:warnings",
+                                  "tests/browser/test_browser_index_faults.py"], cwd=root, env=env)
+        out["index_faults_10_points_passed"] = faults == 0
+        out["index_faults"] = ([json.loads(line) for line in report.read_text().splitlines()]
+                               if report.exists() else [])
     print(json.dumps(out, indent=2))
     return 0 if faults == 0 and not out["untyped_count"] and not out["hangs"] and not out["pending_at_end"] else 1

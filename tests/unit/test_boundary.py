@@ -22,6 +22,7 @@ run_async(runtime.engine.load(["chat", "embed"]))
 sent: list[str] = []
 app = WorkerApp(runtime, sent.append)
 USER = [{"role": "user", "content": "hi"}]
+DOC = {"path": {"namespace": "n", "collection": "c", "name": "d"}, "contents": [{"text": "t"}]}
 
 
 def reply(raw: str) -> dict:
@@ -178,6 +179,11 @@ def test_an_unload_during_a_load_cancels_the_load():
     (json.dumps({"id": "r1", "type": "remote_generate", "request": {"prompts": ["a"] * 2049}}), "prompts"),
     (json.dumps({"id": "r1", "type": "skills_register", "name": "big", "source": "#" * (1024 * 1024 + 1)}), "source"),
     ('{"id":"r1","type":"chat","request":{"stop":"' + "x" * (64 * 1024 * 1024) + '"}}', "message"),
+    (json.dumps({"id": "r1", "type": "index_put", "request": [DOC, {**DOC, "contents": [
+        {"text": "x" * (2 * 1024 * 1024)}, "image", {"text": "y" * (2 * 1024 * 1024 + 1)}]}]}), "documents[1].contents"),
+    (json.dumps({"id": "r1", "type": "index_put", "request": [{**DOC, "metadata": {"m": "x" * (1024 * 1024)}}]}),
+     "documents[0].metadata"),
+    (json.dumps({"id": "r1", "type": "index_put", "request": [DOC] * 2049}), "documents"),
 ])
 def test_limits_are_typed_errors_naming_what_is_too_big(raw, param):
     r = reply(raw)

@@ -3,16 +3,22 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, StringConstraints, Tag
+from pydantic import Discriminator, Field, StringConstraints, Tag, field_validator
 
-from ..wire import Strict
+from ..wire import MAX_BATCH, Strict
 
 # Names are free text without control characters; document names may be longer.
 Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")]
 DocumentName = Annotated[str, StringConstraints(min_length=1, max_length=1000, pattern=r"^[^\x00-\x1f\x7f]+$")]
 U32 = Annotated[int, Field(ge=0, le=2**32 - 1)]
+
+MAX_DOCUMENT_CHARS = 4 * 1024 * 1024
+"""The most characters of text one document's items may hold together."""
+MAX_METADATA_CHARS = 1024 * 1024
+"""The most characters a document's metadata may take as JSON text."""
 
 
 class IndexPath(Strict):
@@ -49,9 +55,29 @@ class DocumentIn(Strict):
     contents: list[Item]
     metadata: Any = None
 
+    @field_validator("contents")
+    @classmethod
+    def _text_fits(cls, contents: list[TextItem | str]) -> list[TextItem | str]:
+        chars = sum(len(item.text) for item in contents if isinstance(item, TextItem))
+        if chars > MAX_DOCUMENT_CHARS:
+            raise ValueError(f"the document's text has {chars} characters; a document holds at most "
+                             f"{MAX_DOCUMENT_CHARS}")
+        return contents
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_fits(cls, metadata: Any) -> Any:
+        try:
+            chars = len(json.dumps(metadata, ensure_ascii=False, allow_nan=False))
+        except (TypeError, ValueError, RecursionError):
+            raise ValueError("the metadata must be plain JSON") from None
+        if chars > MAX_METADATA_CHARS:
+            raise ValueError(f"the metadata takes {chars} characters as JSON; the limit is {MAX_METADATA_CHARS}")
+        return metadata
+
 
 class DocumentBatch(Strict):
-    documents: list[DocumentIn]
+    documents: Annotated[list[DocumentIn], Field(max_length=MAX_BATCH)]
 
 
 class PathBatch(Strict):
