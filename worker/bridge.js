@@ -202,10 +202,12 @@ export class Bridge {
   /**
    * @param {string} id @param {string} messagesJson
    * @param {string} [toolsJson] OpenAI-shaped tools for the template, as JSON
+   * @param {string} [variablesJson] more of the template's inputs (such as `enable_thinking`), as JSON
    */
-  applyChatTemplate(id, messagesJson, toolsJson) {
+  applyChatTemplate(id, messagesJson, toolsJson, variablesJson) {
     /** @type {Record<string, any>} */
-    const options = { add_generation_prompt: true, tokenize: true, return_tensor: false, return_dict: false };
+    const options = { ...JSON.parse(variablesJson || "{}"), add_generation_prompt: true, tokenize: true,
+      return_tensor: false, return_dict: false };
     if (toolsJson) options.tools = JSON.parse(toolsJson);
     const ids = this.chat(id).tokenizer.apply_chat_template(JSON.parse(messagesJson), options);
     return Int32Array.from(ids);

@@ -38,7 +38,8 @@ class ScriptedBackend:
         return "{# scripted: each message is its characters plus two #}"
 
     def apply_chat_template(self, model_id: str, messages: list[dict[str, Any]],
-                            tools: list[dict[str, Any]] | None = None) -> list[int]:
+                            tools: list[dict[str, Any]] | None = None,
+                            variables: dict[str, Any] | None = None) -> list[int]:
         return [1] * sum(len(m["content"]) + 2 for m in messages)
 
     async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:

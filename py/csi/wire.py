@@ -19,8 +19,9 @@ class Strict(BaseModel):
 M = TypeVar("M", bound=BaseModel)
 
 # Discriminator tags and validator names pydantic puts into error locations.
-_TAGS = {"system", "user", "assistant", "tool", "str", "list[str]", "list[TextContentPart]",
-         "constrained-int", "constrained-float", "int", "float", "text-item", "image-item"}
+_TAGS = {"system", "developer", "user", "assistant", "tool", "str", "list[str]", "list[TextContentPart]",
+         "list[union[tagged-union[TextContentPart,MediaContentPart]]]", "constrained-int", "constrained-float", "int",
+         "float", "bool", "text-item", "image-item", "text-part", "refusal-part", "media-part"}
 
 
 def field_path(loc: tuple[int | str, ...]) -> str:
@@ -36,6 +37,14 @@ def field_path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+def _branch_miss(err: Any) -> bool:
+    """A union member the value is not even the type of (``str`` for a list): an error deeper in
+    another member says more."""
+    loc = err["loc"]
+    return bool(loc) and isinstance(loc[-1], str) and str(err["type"]).endswith("_type") and (
+        loc[-1] in _TAGS or "[" in loc[-1])
+
+
 def parse_request(model: type[M], data: Any) -> M:
     """Validate ``data`` as ``model``; raise ``InvalidInputError`` for the first problem."""
     if not isinstance(data, dict):
@@ -43,7 +52,7 @@ def parse_request(model: type[M], data: Any) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        err = min(exc.errors(), key=lambda e: (e["type"] == "union_tag_invalid", len(e["loc"])))
+        err = min(exc.errors(), key=lambda e: (e["type"] == "union_tag_invalid", _branch_miss(e), len(e["loc"])))
         path = field_path(tuple(err["loc"]))
         kind = err["type"]
         if kind == "missing":

@@ -180,7 +180,8 @@ def test_an_unload_during_a_load_cancels_the_load():
     (json.dumps({"id": "r1", "type": "skills_register", "name": "big", "source": "#" * (1024 * 1024 + 1)}), "source"),
     ('{"id":"r1","type":"chat","request":{"stop":"' + "x" * (64 * 1024 * 1024) + '"}}', "message"),
     (json.dumps({"id": "r1", "type": "index_put", "request": [DOC, {**DOC, "contents": [
-        {"text": "x" * (2 * 1024 * 1024)}, "image", {"text": "y" * (2 * 1024 * 1024 + 1)}]}]}), "documents[1].contents"),
+        {"text": "x" * (2 * 1024 * 1024)}, "image", {"text": "y" * (2 * 1024 * 1024 + 1)}]}]}),
+     "documents[1].contents"),
     (json.dumps({"id": "r1", "type": "index_put", "request": [{**DOC, "metadata": {"m": "x" * (1024 * 1024)}}]}),
      "documents[0].metadata"),
     (json.dumps({"id": "r1", "type": "index_put", "request": [DOC] * 2049}), "documents"),

@@ -165,7 +165,7 @@ def test_interrupt_and_cancel_end_with_abort_and_free_the_model():
         ({"messages": []}, "messages"),
         ({"messages": USER, "max_tokens": -1}, "max_tokens"),
         ({"messages": [{"role": "user", "content": 42}]}, "messages[0].content"),
-        ({"messages": [{"role": "user", "content": [{"type": "text", "text": 1}]}]}, "messages[0].content"),
+        ({"messages": [{"role": "user", "content": [{"type": "text", "text": 1}]}]}, "messages[0].content[0].text"),
         ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0]"),
         ({"messages": USER, "temperature": 3}, "temperature"),
         ({"messages": USER, "top_p": 0}, "top_p"),

@@ -330,9 +330,11 @@ class CPythonBackend:
         return self._chat(model_id).chat_template
 
     def apply_chat_template(self, model_id: str, messages: list[dict[str, Any]],
-                            tools: list[dict[str, Any]] | None = None) -> list[int]:
+                            tools: list[dict[str, Any]] | None = None,
+                            variables: dict[str, Any] | None = None) -> list[int]:
         m = self._chat(model_id)
-        text = m.template.render(messages=messages, tools=tools, add_generation_prompt=True, **m.special)
+        text = m.template.render(**{**(variables or {}), **m.special, "messages": messages, "tools": tools,
+                                    "add_generation_prompt": True})
         return m.tokenizer.encode(text, add_special_tokens=False).ids
 
     async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:

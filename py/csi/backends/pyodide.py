@@ -161,9 +161,11 @@ class PyodideBackend:
         return template if isinstance(template, str) else None
 
     def apply_chat_template(self, model_id: str, messages: list[dict[str, Any]],
-                            tools: list[dict[str, Any]] | None = None) -> list[int]:
+                            tools: list[dict[str, Any]] | None = None,
+                            variables: dict[str, Any] | None = None) -> list[int]:
         tools_json = dumps(tools) if tools else None
-        return self._bridge.applyChatTemplate(model_id, dumps(messages), tools_json).to_py().tolist()
+        return self._bridge.applyChatTemplate(model_id, dumps(messages), tools_json,
+                                              dumps(variables or {})).to_py().tolist()
 
     async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:
         kind, prepend = self._vocab_types[model_id]  # from the token table the engine read at load

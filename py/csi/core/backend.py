@@ -78,9 +78,11 @@ class Backend(Protocol):
         ...
 
     def apply_chat_template(self, model_id: str, messages: list[dict[str, Any]],
-                            tools: list[dict[str, Any]] | None = None) -> list[int]:
+                            tools: list[dict[str, Any]] | None = None,
+                            variables: dict[str, Any] | None = None) -> list[int]:
         """Token ids of ``messages`` (and ``tools``, OpenAI-shaped) rendered by the model's chat
-        template, generation prompt added."""
+        template, generation prompt added; ``variables`` are more of the template's inputs (such
+        as ``enable_thinking``)."""
         ...
 
     async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:

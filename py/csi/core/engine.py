@@ -305,7 +305,8 @@ class Engine:
             fmt = detect_format(template)
             calling = request.tools and request.tool_choice != "none"
             messages, tools = template_messages(request.messages, request.tools if calling else (), fmt)
-            ids = self._backend.apply_chat_template(model.model_id, messages, tools)
+            ids = self._backend.apply_chat_template(model.model_id, messages, tools,
+                                                    dict(request.template_vars) or None)
             if calling:
                 if params.sampling.grammar is not None:
                     raise InvalidInputError("`response_format` cannot constrain a reply that may call tools; "

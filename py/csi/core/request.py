@@ -129,6 +129,8 @@ class GenerationRequest:
     tools: tuple[Tool, ...] = ()
     tool_choice: ToolChoice = "auto"
     parallel_tool_calls: bool = True
+    template_vars: tuple[tuple[str, Any], ...] = ()
+    """More inputs of the chat template, such as ``("enable_thinking", False)``."""
 
     def __post_init__(self) -> None:
         if (self.messages is None) == (self.prompt is None):

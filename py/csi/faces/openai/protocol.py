@@ -8,9 +8,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, model_serializer
 
 from ...core.decode import FinishReason
-from ...core.request import ChatMessage, GenerationParams, GenerationRequest, SamplingParams, ToolCall
+from ...core.request import GenerationParams, GenerationRequest, SamplingParams
 from ...errors import InvalidInputError
 from ...wire import MAX_BATCH, Strict
+from .messages import Message, TextContentPart, chat_message, check_messages
 from .structured import ChatCompletionTool, ResponseFormat, ToolChoiceOption, engine_tools
 
 ChatFinishReason = FinishReason | Literal["tool_calls"]
@@ -26,61 +27,49 @@ def stop_list(stop: str | list[str] | None) -> list[str]:
     return [stop] if isinstance(stop, str) else [s for s in stop if s]
 
 
-class TextContentPart(Strict):
-    type: Literal["text"]
-    text: str
-
-
-Content = str | list[TextContentPart]
-
-
-class SystemMessage(Strict):
-    role: Literal["system"]
-    content: Content
-    name: str | None = None
-
-
-class UserMessage(Strict):
-    role: Literal["user"]
-    content: Content
-    name: str | None = None
-
-
-class ToolCallFunction(Strict):
-    name: str
-    arguments: str
-
-
-class MessageToolCall(Strict):
-    id: str
-    type: Literal["function"]
-    function: ToolCallFunction
-
-
-class AssistantMessage(Strict):
-    role: Literal["assistant"]
-    content: Content | None = None
-    name: str | None = None
-    tool_calls: list[MessageToolCall] | None = None
-
-
-class ToolMessage(Strict):
-    role: Literal["tool"]
-    content: Content
-    tool_call_id: str
-
-
-Message = Annotated[
-    SystemMessage | UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")
-]
-
-
 class StreamOptions(Strict):
     include_usage: bool | None = None
+    include_obfuscation: bool | None = None
+    """A no-op: nothing crosses a network, so there is nothing to pad."""
 
 
-class ChatCompletionRequest(Strict):
-    """OpenAI chat completion request, as WebLLM's ``ChatCompletionRequestBase``."""
+class Prediction(Strict):
+    """OpenAI's predicted output: a speed hint, accepted and not used."""
+
+    type: Literal["content"]
+    content: str | list[TextContentPart]
+
+
+class ExtraBody(Strict):
+    """WebLLM's extensions to the OpenAI request."""
+
+    enable_thinking: bool | None = None
+    """``false``: the reply starts after an empty ``<think></think>`` (models whose chat template has
+    an ``enable_thinking`` switch, such as Qwen3); ``true`` or unset: the template's default."""
+    enable_latency_breakdown: bool | None = None
+    """Not yet measured: ``true`` is refused."""
+
+
+Metadata = Annotated[dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=512)]],
+                     Field(max_length=16)]
+ServiceTier = Literal["auto", "default", "flex", "scale", "priority"]
+
+
+class _OpenAINoOps(Strict):
+    """Fields today's OpenAI API defines that have no meaning for a model in the browser: checked for
+    their shape, then not used."""
+
+    store: bool | None = None
+    metadata: Metadata | None = None
+    service_tier: ServiceTier | None = None
+    user: str | None = None
+    safety_identifier: str | None = None
+    prompt_cache_key: str | None = None
+
+
+class ChatCompletionRequest(_OpenAINoOps):
+    """OpenAI chat completion request, as WebLLM's ``ChatCompletionRequestBase``: every field today's
+    OpenAI API defines is accepted (README: the field table), WebLLM's ``extra_body`` too."""
 
     messages: Annotated[list[Message], Field(min_length=1)]
     model: str | None = None
@@ -91,6 +80,8 @@ class ChatCompletionRequest(Strict):
     presence_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
     repetition_penalty: Annotated[float, Field(gt=0.0)] | None = None
     max_tokens: Annotated[int, Field(ge=1)] | None = None
+    max_completion_tokens: Annotated[int, Field(ge=1)] | None = None
+    """OpenAI's newer name for ``max_tokens``."""
     stop: str | list[str] | None = None
     temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
     top_p: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
@@ -104,38 +95,65 @@ class ChatCompletionRequest(Strict):
     tool_choice: ToolChoiceOption | None = None
     parallel_tool_calls: bool | None = None
     response_format: ResponseFormat | None = None
-    user: str | None = None
+    prediction: Prediction | None = None
+    modalities: list[Literal["text", "audio"]] | None = None
+    audio: dict[str, Any] | None = None
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    verbosity: Literal["low", "medium", "high"] | None = None
+    web_search_options: dict[str, Any] | None = None
+    functions: list[Any] | None = None
+    function_call: Any = None
+    extra_body: ExtraBody | None = None
     return_token_ids: bool | None = None
     """Extension (as vLLM's): also return prompt and completion token ids."""
 
     def check(self) -> None:
-        """WebLLM's rules beyond the field types."""
+        """WebLLM's rules beyond the field types, and what cannot be honored here."""
         _check_common(self)
         if self.top_logprobs is not None and not self.logprobs:
             raise InvalidInputError("`top_logprobs` needs `logprobs: true`", "top_logprobs")
+        check_messages(list(self.messages))
         if self.messages[-1].role not in ("user", "tool"):
             raise InvalidInputError("the last message must be from the user or a tool", "messages")
+        if self.modalities and "audio" in self.modalities:
+            raise InvalidInputError("csi-web's models reply in text only", "modalities")
+        for name in ("audio", "web_search_options", "functions", "function_call"):
+            if getattr(self, name) is not None:
+                raise InvalidInputError(_CANNOT[name], name)
+        if self.reasoning_effort not in (None, "none"):
+            raise InvalidInputError("the model does not reason, so its effort cannot be set (only \"none\")",
+                                    "reasoning_effort")
+        if self.reasoning_effort == "none" and self.extra_body and self.extra_body.enable_thinking:
+            raise InvalidInputError("`reasoning_effort: \"none\"` turns thinking off; `enable_thinking` asks for it",
+                                    "extra_body.enable_thinking")
+        if self.verbosity not in (None, "medium"):
+            raise InvalidInputError("csi-web's models cannot be asked for a verbosity (only \"medium\")", "verbosity")
 
     def to_generation_request(self) -> GenerationRequest:
         """Chat defaults to the rest of the window for ``max_tokens``."""
         tools, choice = engine_tools(self.tools, self.tool_choice)
         return GenerationRequest(
-            model=self.model, messages=tuple(_message(m) for m in self.messages),
-            params=_generation_params(self, self.top_logprobs or 0, self.max_tokens), n=self.n or 1,
-            tools=tools, tool_choice=choice,
-            parallel_tool_calls=self.parallel_tool_calls is not False)
+            model=self.model, messages=tuple(chat_message(m) for m in self.messages),
+            params=_generation_params(self, self.top_logprobs or 0, self.max_completion_tokens or self.max_tokens),
+            n=self.n or 1, tools=tools, tool_choice=choice,
+            parallel_tool_calls=self.parallel_tool_calls is not False, template_vars=self._template_vars())
+
+    def _template_vars(self) -> tuple[tuple[str, Any], ...]:
+        thinking = self.extra_body.enable_thinking if self.extra_body else None
+        if self.reasoning_effort == "none":
+            thinking = False
+        return () if thinking is None else (("enable_thinking", thinking),)
 
 
-def _message(m: SystemMessage | UserMessage | AssistantMessage | ToolMessage) -> ChatMessage:
-    if isinstance(m, AssistantMessage):
-        calls = tuple(ToolCall(c.id, c.function.name, c.function.arguments) for c in m.tool_calls or [])
-        return ChatMessage("assistant", _text_of(m.content) if m.content is not None else None, calls)
-    if isinstance(m, ToolMessage):
-        return ChatMessage("tool", _text_of(m.content), tool_call_id=m.tool_call_id)
-    return ChatMessage(m.role, _text_of(m.content))
+_CANNOT = {
+    "audio": "csi-web's models do not speak: `audio` output cannot be honored",
+    "web_search_options": "a model in the browser cannot search the web",
+    "functions": "`functions` is deprecated by OpenAI: give `tools` instead",
+    "function_call": "`function_call` is deprecated by OpenAI: give `tool_choice` instead",
+}
 
 
-class CompletionRequest(Strict):
+class CompletionRequest(_OpenAINoOps):
     """OpenAI (legacy) text completion request, as WebLLM's ``CompletionCreateParamsBase``."""
 
     prompt: str
@@ -153,38 +171,56 @@ class CompletionRequest(Strict):
     top_p: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
     top_k: Annotated[int, Field(ge=0)] | None = None
     logit_bias: dict[str, Annotated[float, Field(ge=-100.0, le=100.0)]] | None = None
-    logprobs: Annotated[int, Field(ge=0, le=20)] | None = None
+    logprobs: bool | Annotated[int, Field(ge=0, le=20)] | None = None
+    """OpenAI's: the number of alternatives per token (legacy logprobs); WebLLM's: ``true`` (chat-shaped
+    logprobs, alternatives from ``top_logprobs``)."""
+    top_logprobs: Annotated[int, Field(ge=0, le=20)] | None = None
     seed: int | None = None
     ignore_eos: bool | None = None
-    suffix: None = None
-    best_of: None = None
-    user: str | None = None
+    suffix: str | None = None
+    best_of: Annotated[int, Field(ge=1)] | None = None
+    extra_body: ExtraBody | None = None
     return_token_ids: bool | None = None
     response_format: ResponseFormat | None = None
     """Extension: constrain the completion as chat's ``response_format`` does."""
 
     def check(self) -> None:
         _check_common(self)
+        if self.suffix:
+            raise InvalidInputError("csi-web's models cannot fill in the middle: `suffix` cannot be honored", "suffix")
+        if self.best_of is not None and self.best_of != (self.n or 1):
+            raise InvalidInputError("`best_of` cannot be honored: generate `n` completions and rank them yourself",
+                                    "best_of")
+        if self.top_logprobs is not None and self.logprobs is not True:
+            raise InvalidInputError("`top_logprobs` needs `logprobs: true`", "top_logprobs")
+        if self.extra_body and self.extra_body.enable_thinking is not None:
+            raise InvalidInputError("`enable_thinking` is a chat template switch; completions have no template",
+                                    "extra_body.enable_thinking")
+
+    @property
+    def chat_logprobs(self) -> bool:
+        """WebLLM's ``logprobs: true``: logprobs shaped as chat's."""
+        return self.logprobs is True
 
     def to_generation_request(self) -> GenerationRequest:
-        """OpenAI's legacy completions default to 16 tokens; ``logprobs`` is the number of alternatives."""
+        """OpenAI's legacy completions default to 16 tokens."""
+        top = (self.top_logprobs or 0) if self.chat_logprobs else int(self.logprobs or 0)
         return GenerationRequest(model=self.model, prompt=self.prompt,
-                                 params=_generation_params(self, self.logprobs or 0, self.max_tokens or 16),
+                                 params=_generation_params(self, top, self.max_tokens or 16),
                                  n=self.n or 1)
-
-
-def _text_of(content: Content | None) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return "\n".join(part.text for part in content)
 
 
 def _check_common(req: ChatCompletionRequest | CompletionRequest) -> None:
     """Rules shared by chat and text completions, beyond the field types."""
+    if req.extra_body and req.extra_body.enable_latency_breakdown:
+        raise InvalidInputError("a latency breakdown per sampling stage is not measured yet",
+                                "extra_body.enable_latency_breakdown")
     if req.stream_options is not None and not req.stream:
         raise InvalidInputError("`stream_options` is only allowed when `stream` is true", "stream_options")
+    if isinstance(req, ChatCompletionRequest) and None not in (req.max_tokens, req.max_completion_tokens) \
+            and req.max_tokens != req.max_completion_tokens:
+        raise InvalidInputError("`max_completion_tokens` and `max_tokens` disagree; give one",
+                                "max_completion_tokens")
     for key in req.logit_bias or {}:
         if not re.fullmatch(r"-?[0-9]{1,10}", key):
             raise InvalidInputError(f"`logit_bias` keys are token ids; got {key!r}", "logit_bias")
@@ -202,7 +238,7 @@ def _generation_params(req: ChatCompletionRequest | CompletionRequest, top_logpr
             frequency_penalty=req.frequency_penalty or 0.0,
             presence_penalty=req.presence_penalty or 0.0,
             logit_bias=tuple((int(k), float(v)) for k, v in (req.logit_bias or {}).items()),
-            logprobs=req.logprobs is not None and req.logprobs is not False,
+            logprobs=req.logprobs is not None and req.logprobs is not False,  # 0 alternatives: still logprobs
             top_logprobs=top_logprobs,
             grammar=req.response_format.to_grammar() if req.response_format else None,
         ),
@@ -217,8 +253,10 @@ class EmbeddingRequest(Strict):
 
     input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_BATCH)]
     model: str | None = None
-    encoding_format: Literal["float"] | None = None
-    dimensions: None = None
+    encoding_format: Literal["float", "base64"] | None = None
+    """``base64``: each embedding as the base64 of its little-endian float32 values."""
+    dimensions: Annotated[int, Field(ge=1)] | None = None
+    """Honored when it is the model's own width; no built-in model was trained to be cut shorter."""
     user: str | None = None
 
     @property
@@ -386,7 +424,7 @@ class CompletionChoice(_WithExtensions):
     index: int
     text: str
     finish_reason: FinishReason | None = None
-    logprobs: CompletionLogprobs | None = None
+    logprobs: CompletionLogprobs | ChoiceLogprobs | None = None
     token_ids: list[int] | None = None
 
 
@@ -406,7 +444,8 @@ class Completion(_WithExtensions):
 class EmbeddingData(BaseModel):
     object: Literal["embedding"] = "embedding"
     index: int
-    embedding: list[float]
+    embedding: list[float] | str
+    """The values, or with ``encoding_format: "base64"`` the base64 of their little-endian float32 bytes."""
 
 
 class EmbeddingUsage(BaseModel):

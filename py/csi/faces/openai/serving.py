@@ -6,14 +6,18 @@ stream of ``ChoiceEvent``s is rendered as chunks, or collected once into the who
 
 from __future__ import annotations
 
+import base64
 import secrets
+import sys
 import time
+from array import array
 from collections.abc import AsyncIterator
 from typing import Any
 
 from ...core.decode import GenerationStats, TextDelta
 from ...core.engine import ChoiceEvent, Engine, Generation
 from ...core.tools import ArgumentsPiece, CallStart, TextPiece, ToolEvent
+from ...errors import InvalidInputError
 from ...wire import parse_request
 from .protocol import (
     ChatCompletion,
@@ -220,6 +224,16 @@ def _legacy_logprobs(gen: Generation, deltas: list[TextDelta], offset: int) -> C
     return CompletionLogprobs(tokens=tokens, token_logprobs=lps, top_logprobs=tops, text_offset=offsets)
 
 
+def _completion_logprobs(req: CompletionRequest, gen: Generation, deltas: list[TextDelta],
+                         offset: int) -> CompletionLogprobs | ChoiceLogprobs | None:
+    """OpenAI's legacy shape for ``logprobs: <int>``, chat's for WebLLM's ``logprobs: true``."""
+    if req.chat_logprobs:
+        return ChoiceLogprobs(content=[lp for d in deltas for lp in _chat_logprobs(gen, d)])
+    if req.logprobs is None or req.logprobs is False:
+        return None
+    return _legacy_logprobs(gen, deltas, offset)
+
+
 def _completion_generation(engine: Engine, request: Any,
                            request_id: str | None) -> tuple[CompletionRequest, Generation]:
     req = parse_request(CompletionRequest, request)
@@ -249,7 +263,7 @@ async def completion_stream(
             d = event.delta
             prefix = req.prompt if req.echo and i not in echoed else ""
             echoed.add(i)
-            lp = _legacy_logprobs(gen, [d], offsets[i]) if req.logprobs is not None else None
+            lp = _completion_logprobs(req, gen, [d], offsets[i])
             offsets[i] += len(d.text)
             yield chunk([CompletionChoice(index=i, text=prefix + d.text, logprobs=lp,
                                           token_ids=d.token_ids if req.return_token_ids else None)])
@@ -274,7 +288,7 @@ async def completion(engine: Engine, request: Any, request_id: str | None = None
     start = len(req.prompt) if req.echo else 0
     choices = []
     for i, r in enumerate(results):
-        logprobs = _legacy_logprobs(gen, r.deltas, start) if req.logprobs is not None else None
+        logprobs = _completion_logprobs(req, gen, r.deltas, start)
         choices.append(CompletionChoice(index=i, text=(req.prompt if req.echo else "") + r.text,
                                         finish_reason=r.finish_reason, logprobs=logprobs,
                                         token_ids=r.token_ids if req.return_token_ids else None))
@@ -295,12 +309,24 @@ async def create_completion(
 # ---- embeddings ------------------------------------------------------------------------------------
 
 
+def _base64_floats(values: list[float]) -> str:
+    """OpenAI's ``base64`` encoding: float32 values, little-endian, as base64 text."""
+    packed = array("f", values)
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return base64.b64encode(packed.tobytes()).decode("ascii")
+
+
 async def embeddings(engine: Engine, request: Any) -> CreateEmbeddingResponse:
     req = parse_request(EmbeddingRequest, request)
     model = engine.resolve_model(req.model, "embedding")
     result = await engine.embed(model, req.texts)
+    if req.dimensions is not None and req.dimensions != result.dims:
+        raise InvalidInputError(f"{model.model_id} gives {result.dims} dimensions and was not trained to be cut "
+                                "shorter", "dimensions")
+    encode = _base64_floats if req.encoding_format == "base64" else list
     return CreateEmbeddingResponse(
         model=model.model_id,
-        data=[EmbeddingData(index=i, embedding=v) for i, v in enumerate(result.vectors)],
+        data=[EmbeddingData(index=i, embedding=encode(v)) for i, v in enumerate(result.vectors)],
         usage=EmbeddingUsage(prompt_tokens=result.prompt_tokens, total_tokens=result.prompt_tokens),
     )

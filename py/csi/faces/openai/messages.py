@@ -1,0 +1,143 @@
+"""The chat messages of an OpenAI / WebLLM request, every role and content part today's API
+defines: text is read, ``developer`` speaks as ``system``, refusals in history are what the
+assistant said, and parts csi-web's text models cannot read (images, audio, files) are refused by
+``check_messages`` with the part's path."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag
+
+from ...core.request import ChatMessage, ToolCall
+from ...errors import InvalidInputError
+from ...wire import Strict
+
+
+class TextContentPart(Strict):
+    type: Literal["text"]
+    text: str
+
+
+class RefusalContentPart(Strict):
+    type: Literal["refusal"]
+    refusal: str
+
+
+class MediaContentPart(Strict):
+    """An image, audio or file part: well-formed, but not something a text model reads."""
+
+    type: Literal["image_url", "input_audio", "file"]
+    image_url: Any = None
+    input_audio: Any = None
+    file: Any = None
+
+
+def _user_part_kind(part: Any) -> str:
+    kind = part.get("type") if isinstance(part, dict) else getattr(part, "type", None)
+    return "media-part" if kind in ("image_url", "input_audio", "file") else "text-part"
+
+
+def _assistant_part_kind(part: Any) -> str:
+    kind = part.get("type") if isinstance(part, dict) else getattr(part, "type", None)
+    return "refusal-part" if kind == "refusal" else "text-part"
+
+
+# Tagged unions, so a bad part's error names its field (``messages[0].content[1].text``).
+UserPart = Annotated[Annotated[TextContentPart, Tag("text-part")] | Annotated[MediaContentPart, Tag("media-part")],
+                     Discriminator(_user_part_kind)]
+AssistantPart = Annotated[Annotated[TextContentPart, Tag("text-part")]
+                          | Annotated[RefusalContentPart, Tag("refusal-part")], Discriminator(_assistant_part_kind)]
+
+TextContent = str | list[TextContentPart]
+
+
+class SystemMessage(Strict):
+    role: Literal["system"]
+    content: TextContent
+    name: str | None = None
+
+
+class DeveloperMessage(Strict):
+    """OpenAI's newer name for system instructions; the chat template sees a ``system`` turn."""
+
+    role: Literal["developer"]
+    content: TextContent
+    name: str | None = None
+
+
+class UserMessage(Strict):
+    role: Literal["user"]
+    content: str | list[UserPart]
+    name: str | None = None
+
+
+class ToolCallFunction(Strict):
+    name: str
+    arguments: str
+
+
+class MessageToolCall(Strict):
+    id: str
+    type: Literal["function"]
+    function: ToolCallFunction
+
+
+class AudioRef(Strict):
+    id: str
+
+
+class AssistantMessage(Strict):
+    role: Literal["assistant"]
+    content: str | list[AssistantPart] | None = None
+    refusal: str | None = None
+    name: str | None = None
+    tool_calls: list[MessageToolCall] | None = None
+    audio: AudioRef | None = None
+    function_call: None = None
+    """Deprecated by OpenAI for ``tool_calls``: only ``null`` is accepted."""
+
+
+class ToolMessage(Strict):
+    role: Literal["tool"]
+    content: TextContent
+    tool_call_id: str
+
+
+Message = Annotated[
+    SystemMessage | DeveloperMessage | UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")
+]
+AnyMessage = SystemMessage | DeveloperMessage | UserMessage | AssistantMessage | ToolMessage
+
+
+def check_messages(messages: list[AnyMessage]) -> None:
+    """Refuse what a text model cannot honor: image, audio and file parts, and audio replies."""
+    for i, m in enumerate(messages):
+        if isinstance(m, UserMessage) and not isinstance(m.content, str):
+            for j, part in enumerate(m.content):
+                if isinstance(part, MediaContentPart):
+                    raise InvalidInputError(f"a `{part.type}` part cannot be read: csi-web's models read text",
+                                            f"messages[{i}].content[{j}]")
+        if isinstance(m, AssistantMessage) and m.audio is not None:
+            raise InvalidInputError("an audio reply cannot be read: csi-web's models read text",
+                                    f"messages[{i}].audio")
+
+
+def chat_message(m: AnyMessage) -> ChatMessage:
+    """The engine's turn for one checked message."""
+    if isinstance(m, AssistantMessage):
+        calls = tuple(ToolCall(c.id, c.function.name, c.function.arguments) for c in m.tool_calls or [])
+        text = _text_of(m.content) if m.content is not None else m.refusal
+        return ChatMessage("assistant", text, calls)
+    if isinstance(m, ToolMessage):
+        return ChatMessage("tool", _text_of(m.content), tool_call_id=m.tool_call_id)
+    if isinstance(m, DeveloperMessage):
+        return ChatMessage("system", _text_of(m.content))
+    return ChatMessage(m.role, _text_of(m.content))
+
+
+def _text_of(content: str | list[Any]) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(p.text if isinstance(p, TextContentPart) else p.refusal for p in content
+                     if isinstance(p, TextContentPart | RefusalContentPart))
