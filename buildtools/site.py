@@ -41,9 +41,10 @@ def sync_file(src: Path, dst: Path) -> bool:
 NOT_SERVED = ("jsconfig.json", ".d.ts")
 
 
-def sync_tree(src: Path, dst: Path) -> None:
-    """Mirror ``src`` into ``dst`` (files added or changed are copied; stale ones removed)."""
-    wanted = {p.relative_to(src) for p in src.rglob("*")
+def sync_tree(src: Path, dst: Path, suffix: str = "") -> None:
+    """Mirror ``src`` (its files ending in ``suffix``) into ``dst``: files added or changed are
+    copied, stale ones removed."""
+    wanted = {p.relative_to(src) for p in src.rglob(f"*{suffix}")
               if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith(NOT_SERVED)}
     for rel in wanted:
         sync_file(src / rel, dst / rel)
@@ -96,6 +97,14 @@ def build_site() -> Path:
                 raise SystemExit(f"missing {src}: run `npm ci --ignore-scripts`")
             sync_file(src, DIST / target / name)
     sync_file(ROOT / "index.html", DIST / "index.html")
+    sync_file(ROOT / "worker" / "service_worker.js", DIST / "sw.js")  # at the root, so its scope holds /v1/
+    # The official `openai` client's ES modules, for pages that talk to /v1/ (its Node-only parts
+    # are imported only under Node).
+    sync_tree(NODE / "openai", DIST / "vendor" / "openai", ".mjs")
+    # ...and the one CommonJS file an ES module imports (under ESM it defines nothing: the browser's
+    # state module is used)
+    state = "internal/auth/x509-transport-state.js"
+    sync_file(NODE / "openai" / state, DIST / "vendor" / "openai" / state)
     sync_tree(ROOT / "web", DIST / "web")
     sync_tree(ROOT / "worker", DIST / "worker")
     sync_tree(ROOT / "bench", DIST / "bench")

@@ -6,6 +6,7 @@
 import { TOOLS, runTool } from "./demo_tools.js";
 import { CreateWebWorkerEngine } from "./engine.js";
 import { setupInsides } from "./insides.js";
+import { serveV1 } from "./v1_host.js";
 
 const $ = (id) => /** @type {any} */ (document.getElementById(id));
 const ui = {
@@ -72,6 +73,8 @@ async function load(modelId, device) {
     if (!engine) {
       const worker = new Worker(new URL("../worker/worker.js", import.meta.url), { type: "module" });
       engine = await CreateWebWorkerEngine(worker, modelId, { initProgressCallback: onProgress, device });
+      // this tab's engine also answers the site's /v1/ endpoint (the openai client, other tabs)
+      serveV1(engine).catch((err) => console.warn(`/v1/ is not served from this tab: ${err.message}`));
     } else {
       engine.config.initProgressCallback = onProgress;
       engine.config.device = device;

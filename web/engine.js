@@ -9,6 +9,7 @@
 // imports only their types from there, so it loads without the worker's code. Every call returns
 // a promise that settles exactly once; arguments are checked and sent as JSON text (message.js).
 
+import { ChatStates } from "./chat_state.js";
 import { encodeMessage } from "./message.js";
 
 /**
@@ -53,6 +54,7 @@ import { encodeMessage } from "./message.js";
  *                                                   tool_calls?: ToolCallDelta[]},
  *                            finish_reason: FinishReason|null, logprobs: null}>,
  *            usage?: CompletionUsage|null}} ChatCompletionChunk
+ * @typedef {{signal?: AbortSignal}} CallOptions
  * @typedef {{input: string|string[], model?: string|null}} EmbeddingCreateParams
  * @typedef {{object: "list", model: string, data: Array<{object: "embedding", index: number,
  *            embedding: number[]}>, usage: {prompt_tokens: number, total_tokens: number}}} CreateEmbeddingResponse
@@ -180,6 +182,8 @@ export class WebWorkerEngine {
     }
     /** @type {Set<string>} skill calls (register, run) under way: what an interrupt of Python may hit */
     this.skillCalls = new Set();
+    /** WebLLM's per-model memory: the last reply, runtime stats, chat options */
+    this.chatStates = new ChatStates();
     worker.addEventListener("message", (event) => this.receive(event.data));
     worker.addEventListener("error", (event) => {
       event.preventDefault?.();
@@ -189,10 +193,14 @@ export class WebWorkerEngine {
 
     this.chat = {
       completions: {
-        create: (/** @type {ChatCompletionRequest} */ request) => this.createStreamable("chat", request),
+        create: (/** @type {ChatCompletionRequest} */ request, /** @type {CallOptions} */ options = {}) =>
+          this.createStreamable("chat", request, options),
       },
     };
-    this.completions = { create: (request) => this.createStreamable("completion", request) };
+    this.completions = {
+      create: (/** @type {any} */ request, /** @type {CallOptions} */ options = {}) =>
+        this.createStreamable("completion", request, options),
+    };
     this.embeddings = {
       /** @returns {Promise<CreateEmbeddingResponse>} */
       create: (/** @type {EmbeddingCreateParams} */ request) => this.send("embeddings", { request }),
@@ -276,6 +284,42 @@ export class WebWorkerEngine {
       this.remote]) {
       settleOnly(api);
     }
+    // WebLLM's MLCEngineInterface, on top of the same calls
+    /** @param {ChatCompletionRequest} request */
+    this.chatCompletion = (request) => this.chat.completions.create(request);
+    /** @param {any} request */
+    this.completion = (request) => this.completions.create(request);
+    /** @param {EmbeddingCreateParams} request */
+    this.embedding = (request) => this.embeddings.create(request);
+  }
+
+  /** WebLLM's: the last chat reply's text (choice 0), of `model` or of the last model used. @param {string} [model] */
+  async getMessage(model) {
+    return this.chatStates.find(model)?.message ?? "";
+  }
+
+  /** WebLLM's: prefill and decoding tokens per second since the last `resetChat()`. @param {string} [model] */
+  async runtimeStatsText(model) {
+    return this.chatStates.statsText(model);
+  }
+
+  /** @param {((r: InitProgressReport) => void)|undefined} callback */
+  setInitProgressCallback(callback) {
+    this.config.initProgressCallback = callback;
+  }
+
+  getInitProgressCallback() {
+    return this.config.initProgressCallback;
+  }
+
+  /** WebLLM's: the WebGPU adapter's vendor; rejects when the browser has no WebGPU. */
+  async getGPUVendor() {
+    return (await gpuAdapter()).info?.vendor ?? "";
+  }
+
+  /** WebLLM's: the WebGPU adapter's largest storage buffer binding, in bytes. */
+  async getMaxStorageBufferBindingSize() {
+    return (await gpuAdapter()).limits.maxStorageBufferBindingSize;
   }
 
   /** Calls sent and not yet settled (0 once every call has settled). */
@@ -359,15 +403,35 @@ export class WebWorkerEngine {
 
   /**
    * `stream: false` resolves to the whole result; `stream: true` to an AsyncIterable of chunks
-   * (it resolves when the first chunk arrives, so a bad request rejects here).
+   * (it resolves when the first chunk arrives, so a bad request rejects here). `options.signal`
+   * (an AbortSignal) ends the generation as `interruptGenerate` does, for this request only:
+   * what was generated comes back with `finish_reason: "abort"`.
    * @param {"chat"|"completion"} type
    * @param {ChatCompletionRequest} request
+   * @param {CallOptions} [options]
    * @returns {Promise<ChatCompletion|AsyncIterable<ChatCompletionChunk>>}
    */
-  createStreamable(type, request) {
-    if (!request || !request.stream) return this.send(type, { request });
+  createStreamable(type, request, options = {}) {
+    request = this.chatStates.withDefaults(request);
     const id = `r${this.nextId++}`;
-    const stream = new Stream(() => this.post({ id: `${id}-cancel`, type: "cancel", target: id }));
+    const cancel = () => this.post({ id: `${id}-cancel`, type: "cancel", target: id });
+    const signal = options?.signal;
+    let release = () => {};
+    if (signal && typeof signal.addEventListener === "function") {
+      if (signal.aborted) queueMicrotask(cancel); // after the request is sent
+      else {
+        signal.addEventListener("abort", cancel, { once: true });
+        release = () => signal.removeEventListener("abort", cancel);
+      }
+    }
+    if (!request || !request.stream) {
+      return this.send(type, { request }, { id }).finally(release).then((r) => {
+        this.chatStates.finish(r.model, r.choices?.[0]?.message?.content ?? r.choices?.[0]?.text ?? "", r.usage);
+        return r;
+      });
+    }
+    const follow = this.chatStates.follow();
+    const stream = new Stream(cancel);
     return new Promise((resolve, reject) => {
       let started = false;
       const start = () => {
@@ -379,11 +443,13 @@ export class WebWorkerEngine {
       this.send(type, { request }, {
         id,
         chunk: (c) => {
+          follow.chunk(c);
           stream.push(c);
           start();
         },
-      }).then(
+      }).finally(release).then(
         () => {
+          follow.end();
           stream.end();
           start();
         },
@@ -426,14 +492,26 @@ export class WebWorkerEngine {
     if (this.skillCalls.size) this.interruptPython();
   }
 
-  /** Forget the conversation state kept for the loaded chat models. */
-  resetChat() {
+  /**
+   * Forget the conversation state kept for the loaded chat models (and, unless `keepStats`, the
+   * runtime stats) — WebLLM's `resetChat(keepStats?, model?)`.
+   * @param {boolean} [keepStats] @param {string} [model]
+   */
+  resetChat(keepStats = false, model) {
+    this.chatStates.reset(!!keepStats, model);
     return this.send("reset_chat");
   }
 
-  /** @param {string|string[]} modelIds load these models (unloading the others) */
-  async reload(modelIds) {
+  /**
+   * Load these models, unloading the others. `chatOpts` (WebLLM's; one object, or one per model):
+   * `temperature`, `top_p`, `frequency_penalty`, `presence_penalty` and `repetition_penalty` become
+   * the defaults of requests that leave them out; the KV cache sizes have no effect.
+   * @param {string|string[]} modelIds @param {object|object[]} [chatOpts]
+   */
+  async reload(modelIds, chatOpts) {
     const ids = Array.isArray(modelIds) ? modelIds : [modelIds];
+    const refused = this.chatStates.setOptions(ids, chatOpts);
+    if (refused) throw new EngineError({ name: "InvalidInputError", ...refused });
     const started = performance.now();
     const files = new Map();
     /** @param {import("../worker/protocol.js").Progress} p */
@@ -469,10 +547,36 @@ export class WebWorkerEngine {
  * @param {Worker} worker a module worker running /worker/worker.js
  * @param {string|string[]} modelIds built-in ids ("tiny-chat", "all-minilm-l6-v2") or Hugging Face repo ids
  * @param {EngineConfig} [config]
+ * @param {object|object[]} [chatOpts] WebLLM's chat options (see `reload`)
  * @returns {Promise<WebWorkerEngine>}
  */
-export async function CreateWebWorkerEngine(worker, modelIds, config = {}) {
+export async function CreateWebWorkerEngine(worker, modelIds, config = {}, chatOpts = undefined) {
   const engine = new WebWorkerEngine(worker, config);
-  await engine.reload(modelIds);
+  await engine.reload(modelIds, chatOpts);
   return engine;
+}
+
+/** WebLLM's name for {@link CreateWebWorkerEngine}. */
+export const CreateWebWorkerMLCEngine = CreateWebWorkerEngine;
+
+/** The worker module this file's site serves. */
+const WORKER_URL = new URL("../worker/worker.js", import.meta.url);
+
+/**
+ * WebLLM's `CreateMLCEngine`: the same engine, with its module worker created for you.
+ * @param {string|string[]} modelIds @param {EngineConfig} [config] @param {object|object[]} [chatOpts]
+ */
+export function CreateMLCEngine(modelIds, config = {}, chatOpts = undefined) {
+  return CreateWebWorkerEngine(new Worker(WORKER_URL, { type: "module" }), modelIds, config, chatOpts);
+}
+
+/** The browser's WebGPU adapter, or a typed error when there is none. */
+async function gpuAdapter() {
+  /** @type {any} */
+  const gpu = /** @type {any} */ (globalThis.navigator)?.gpu;
+  const adapter = gpu ? await gpu.requestAdapter() : null;
+  if (!adapter) {
+    throw new EngineError({ name: "WebGPUNotAvailableError", message: "this browser offers no WebGPU adapter" });
+  }
+  return adapter;
 }

@@ -73,12 +73,13 @@ def test_a_worker_terminated_mid_ingest_loses_nothing_acknowledged_and_half_writ
     context = browser.new_context()
     page = _page(context, site_url)
     docs = _docs("faults", "d", 40)
-    expected, _ = _reference(page, docs)
+    expected, ingest_ms = _reference(page, docs)
     _call(page, CREATE, _index("faults", "i"))
     rng = random.Random(7)
     kept = []
     for point in range(FAULT_POINTS):
-        delay = rng.uniform(0, 4000)
+        # point k falls in the k-th of FAULT_POINTS equal stretches of the ingest (and a little after)
+        delay = 1.2 * ingest_ms * (point + rng.random()) / FAULT_POINTS
         out = page.evaluate(
             """async ([docs, delay]) => {
                  const acked = [];
@@ -143,7 +144,7 @@ def _browser_pid(profile: Path) -> int:
 def test_a_browser_killed_mid_ingest_loses_nothing_acknowledged_and_half_writes_nothing(
         browser_type, browser_type_launch_args, site_url, tmp_path):
     profile = tmp_path / "profile"
-    docs = _docs("faults", "k", 60)  # two commits
+    docs = _docs("faults", "k", 60)  # several commits
     rng = random.Random(11)
     expected: dict[str, Any] = {}
     acked: list[str] = []

@@ -1,0 +1,148 @@
+// @ts-check
+// Serve this page's engine at the site's /v1/ endpoint (OpenAI's HTTP API), through the site's
+// service worker (/sw.js): any tab or iframe of the site — or the `openai` client with
+// `baseURL: location.origin + "/v1"` — then talks to the model loaded here.
+//
+//   import { serveV1 } from "/web/v1_host.js";
+//   await serveV1(engine);
+
+/** HTTP status and OpenAI error `type` per engine error name. @type {Record<string, [number, string]>} */
+const STATUS = {
+  InvalidInputError: [400, "invalid_request_error"],
+  ContextWindowExceededError: [400, "invalid_request_error"],
+  ModelNotSupportedError: [404, "invalid_request_error"],
+  NotFoundError: [404, "invalid_request_error"],
+  ModelLoadError: [503, "server_error"],
+  WorkerCrashedError: [503, "server_error"],
+};
+
+/** Error codes OpenAI uses, where one fits. */
+const CODE = { ContextWindowExceededError: "context_length_exceeded", ModelNotSupportedError: "model_not_found" };
+
+/**
+ * The OpenAI error JSON of an engine error (or anything thrown).
+ * @param {any} err @returns {{status: number, body: {error: {message: string, type: string, param: string|null, code: string|null}}}}
+ */
+export function httpError(err) {
+  const name = err?.name ?? "InternalError";
+  const [status, type] = STATUS[name] ?? [500, "server_error"];
+  return {
+    status,
+    body: { error: { message: String(err?.message ?? err), type, param: err?.param ?? null,
+      code: /** @type {Record<string, string>} */ (CODE)[name] ?? name } },
+  };
+}
+
+/**
+ * Register the site's service worker and offer `engine` to it. Resolves once /v1/ is served by it.
+ * @param {import("./engine.js").WebWorkerEngine} engine
+ * @param {{serviceWorkerUrl?: string}} [options]
+ * @returns {Promise<{stop: () => void}>}
+ */
+export async function serveV1(engine, options = {}) {
+  const container = navigator.serviceWorker;
+  if (!container) throw new Error("this page cannot use a service worker (it needs http://127.0.0.1, localhost or https)");
+  await container.register(options.serviceWorkerUrl ?? "/sw.js", { scope: "/" });
+  const registration = await container.ready;
+  /** @type {Map<string, AbortController>} */
+  const running = new Map();
+  /** @type {MessagePort|null} */
+  let port = null;
+
+  const offer = () => {
+    const worker = container.controller ?? registration.active;
+    if (!worker) return;
+    port?.close();
+    const channel = new MessageChannel();
+    port = channel.port1;
+    port.onmessage = (e) => handle(e.data);
+    worker.postMessage({ type: "csi-v1-host" }, [channel.port2]);
+  };
+  /** @param {MessageEvent} e */
+  const onMessage = (e) => {
+    if (e.data?.type === "csi-v1-need-host") offer();
+  };
+  container.addEventListener("message", onMessage);
+  container.addEventListener("controllerchange", offer);
+  offer();
+
+  /** @param {any} msg */
+  async function handle(msg) {
+    if (msg?.type === "abort") {
+      running.get(msg.id)?.abort();
+      return;
+    }
+    if (msg?.type !== "request") return;
+    const reply = port;
+    if (!reply) return;
+    const id = msg.id;
+    /** @param {number} status @param {Record<string, string>} headers */
+    const head = (status, headers) => reply.postMessage({ type: "head", id, status, headers });
+    const data = (/** @type {string} */ text) => reply.postMessage({ type: "data", id, text });
+    const end = () => reply.postMessage({ type: "end", id });
+    const json = (/** @type {number} */ status, /** @type {any} */ body) => {
+      head(status, { "content-type": "application/json" });
+      data(JSON.stringify(body));
+      end();
+    };
+    const ctrl = new AbortController();
+    running.set(id, ctrl);
+    let streaming = false;
+    try {
+      const route = `${msg.method} ${String(msg.path).split("?")[0].replace(/\/+$/, "")}`;
+      if (route === "GET /v1/models") {
+        json(200, { object: "list", data: engine.modelIds.map((m) => ({ id: m, object: "model", created: 0,
+          owned_by: "csi-web" })) });
+        return;
+      }
+      const call = {
+        "POST /v1/chat/completions": (/** @type {any} */ b) => engine.chat.completions.create(b, { signal: ctrl.signal }),
+        "POST /v1/completions": (/** @type {any} */ b) => engine.completions.create(b, { signal: ctrl.signal }),
+        "POST /v1/embeddings": (/** @type {any} */ b) => engine.embeddings.create(b),
+      }[route];
+      if (!call) {
+        json(404, { error: { message: `no route ${route}`, type: "invalid_request_error", param: null,
+          code: "unknown_url" } });
+        return;
+      }
+      let body;
+      try {
+        body = JSON.parse(msg.body);
+      } catch (err) {
+        json(400, { error: { message: `the body is not JSON: ${err}`, type: "invalid_request_error", param: null,
+          code: "invalid_json" } });
+        return;
+      }
+      const result = await call(body);
+      if (body?.stream && result && typeof result[Symbol.asyncIterator] === "function") {
+        streaming = true;
+        head(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+        for await (const chunk of result) data(`data: ${JSON.stringify(chunk)}\n\n`);
+        data("data: [DONE]\n\n");
+        end();
+      } else {
+        json(200, result);
+      }
+    } catch (err) {
+      const e = httpError(err);
+      if (streaming) {
+        data(`data: ${JSON.stringify(e.body)}\n\n`);
+        end();
+      } else {
+        json(e.status, e.body);
+      }
+    } finally {
+      running.delete(id);
+    }
+  }
+
+  return {
+    stop() {
+      container.removeEventListener("message", onMessage);
+      container.removeEventListener("controllerchange", offer);
+      (container.controller ?? registration.active)?.postMessage({ type: "csi-v1-leave" });
+      port?.close();
+      port = null;
+    },
+  };
+}
