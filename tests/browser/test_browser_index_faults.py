@@ -144,7 +144,7 @@ def _browser_pid(profile: Path) -> int:
 def test_a_browser_killed_mid_ingest_loses_nothing_acknowledged_and_half_writes_nothing(
         browser_type, browser_type_launch_args, site_url, tmp_path):
     profile = tmp_path / "profile"
-    docs = _docs("faults", "k", 60)  # several commits
+    docs = _docs("faults", "k", 60)  # two commits
     rng = random.Random(11)
     expected: dict[str, Any] = {}
     acked: list[str] = []

@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 Progress = Callable[[dict[str, Any]], None]
 
 EMBED_BATCH = 32
-# A write transaction holds about this many chunks: every committed batch is reported, so an
-# interrupted ingest loses at most one batch (a few seconds of embedding on WASM); a commit costs
-# little next to embedding its chunks.
-COMMIT_CHUNKS = 32
+# A write transaction holds about this many chunks (fewer, larger commits ingest faster: 60 small
+# documents took 74 s in Chromium at 32, 40 s at 128; every committed batch is reported, so an
+# interrupted ingest loses at most one batch).
+COMMIT_CHUNKS = 128
 COMMIT_DOCUMENTS = 64
 SEMANTIC_WEIGHT = 0.5
 
