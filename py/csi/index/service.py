@@ -28,7 +28,7 @@ Progress = Callable[[dict[str, Any]], None]
 
 EMBED_BATCH = 32
 # A write transaction holds about this many chunks (fewer, larger commits ingest faster: 60 small
-# documents took 74 s in Chromium at 32, 40 s at 128; every committed batch is reported, so an
+# documents took 74 s in one Chromium run at 32, 36-45 s at 128; every committed batch is reported, so an
 # interrupted ingest loses at most one batch).
 COMMIT_CHUNKS = 128
 COMMIT_DOCUMENTS = 64
