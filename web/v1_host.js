@@ -52,7 +52,7 @@ export async function serveV1(engine, options = {}) {
   const offer = () => {
     const worker = container.controller ?? registration.active;
     if (!worker) return;
-    port?.close();
+    // an earlier port stays open: requests under way on it still answer through it
     const channel = new MessageChannel();
     port = channel.port1;
     port.onmessage = (e) => handle(e.data);
@@ -141,7 +141,6 @@ export async function serveV1(engine, options = {}) {
       container.removeEventListener("message", onMessage);
       container.removeEventListener("controllerchange", offer);
       (container.controller ?? registration.active)?.postMessage({ type: "csi-v1-leave" });
-      port?.close();
       port = null;
     },
   };

@@ -15,10 +15,12 @@ const sw = /** @type {any} */ (self);
 
 /** How long a request waits for a page to offer its engine before the 503. */
 const HOST_WAIT_MS = 3000;
+/** How often a request under way checks that its host page is still open. */
+const HOST_CHECK_MS = 2000;
 
 /** @type {Map<string, MessagePort>} the hosting pages' ports, by client id */
 const hosts = new Map();
-/** @type {Map<string, {host: string, head: (h: any) => void, controller: ReadableStreamDefaultController<Uint8Array>|null, ended: boolean}>} */
+/** @type {Map<string, {host: string, head: (h: any) => void, controller: ReadableStreamDefaultController<Uint8Array>|null, ended: boolean, sse: boolean}>} */
 const pending = new Map();
 /** @type {Array<() => void>} requests waiting for a host */
 const waiting = [];
@@ -50,7 +52,10 @@ sw.addEventListener("fetch", (event) => {
 function fromHost(msg) {
   const p = pending.get(msg?.id);
   if (!p) return;
-  if (msg.type === "head") p.head(msg);
+  if (msg.type === "head") {
+    p.sse = String(msg.headers?.["content-type"] ?? "").startsWith("text/event-stream");
+    p.head(msg);
+  }
   else if (msg.type === "data" && p.controller && !p.ended) p.controller.enqueue(encoder.encode(msg.text));
   else if (msg.type === "end") finish(msg.id);
 }
@@ -75,8 +80,9 @@ function dropHost(hostId, why) {
   hosts.delete(hostId);
   for (const [id, p] of pending) {
     if (p.host !== hostId) continue;
-    p.head({ status: 503, headers: { "content-type": "application/json" } });
-    p.controller?.enqueue(encoder.encode(JSON.stringify(errorBody(why, "engine_unavailable"))));
+    p.head({ status: 503, headers: { "content-type": "application/json" } }); // no effect once a head was sent
+    const text = JSON.stringify(errorBody(why, "engine_unavailable"));
+    if (!p.ended) p.controller?.enqueue(encoder.encode(p.sse ? `data: ${text}\n\n` : text));
     finish(id);
   }
 }
@@ -119,7 +125,7 @@ async function answer(request, url) {
   const body = request.method === "GET" || request.method === "HEAD" ? "" : await request.text();
   /** @type {Promise<any>} */
   const head = new Promise((resolve) => {
-    pending.set(id, { host: hostId, head: resolve, controller: null, ended: false });
+    pending.set(id, { host: hostId, head: resolve, controller: null, ended: false, sse: false });
   });
   const abort = () => {
     if (pending.has(id)) port.postMessage({ type: "abort", id });
@@ -137,6 +143,11 @@ async function answer(request, url) {
     },
   });
   port.postMessage({ type: "request", id, method: request.method, path: url.pathname + url.search, body });
+  // a host page closed mid-request never answers: end the request with a 503 instead
+  const watch = setInterval(async () => {
+    if (!pending.has(id)) clearInterval(watch);
+    else if (!(await sw.clients.get(hostId))) dropHost(hostId, "the page holding the engine closed");
+  }, HOST_CHECK_MS);
   const h = await head;
   return new Response(stream, { status: h.status, headers: h.headers });
 }

@@ -156,3 +156,28 @@ def test_without_a_page_holding_an_engine_the_endpoint_answers_503(browser, site
 def test_no_request_leaves_127_0_0_1(tabs):
     _, _, requests = tabs
     assert requests and not [u for u in requests if not u.startswith(LOCAL_PREFIXES)]
+
+
+def test_a_host_tab_closed_mid_stream_ends_the_stream_with_an_error(browser, site_url):
+    context = browser.new_context()
+    host = context.new_page()
+    host.set_default_timeout(300_000)
+    boot_engine(host, site_url, ["tiny-chat"])
+    host.evaluate("async () => { const { serveV1 } = await import('/web/v1_host.js'); await serveV1(engine); }")
+    client = context.new_page()
+    client.goto(site_url + "web/engine.js")
+    client.evaluate("""async (arg) => {
+                         window.outcome = (async () => {
+                           const r = await fetch('/v1/chat/completions', {method: 'POST',
+                             body: JSON.stringify({messages: arg, max_tokens: 3000, ignore_eos: true, stream: true})});
+                           const text = await r.text();
+                           return {status: r.status, last: text.trim().split('\\n\\n').at(-1)};
+                         })();
+                         await new Promise((r) => setTimeout(r, 1500));
+                       }""", USER)
+    host.close()
+    out = client.evaluate("""Promise.race([window.outcome,
+                               new Promise((r) => setTimeout(() => r('no end within 15 s'), 15000))])""")
+    context.close()
+    assert out != "no end within 15 s"
+    assert out["status"] == 200 and '"engine_unavailable"' in out["last"], out
