@@ -41,11 +41,12 @@ def sync_file(src: Path, dst: Path) -> bool:
 NOT_SERVED = ("jsconfig.json", ".d.ts")
 
 
-def sync_tree(src: Path, dst: Path, suffix: str = "") -> None:
-    """Mirror ``src`` (its files ending in ``suffix``) into ``dst``: files added or changed are
-    copied, stale ones removed."""
-    wanted = {p.relative_to(src) for p in src.rglob(f"*{suffix}")
-              if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith(NOT_SERVED)}
+def sync_tree(src: Path, dst: Path, include: Callable[[Path], bool] = lambda rel: True) -> None:
+    """Mirror ``src`` (the files whose relative path ``include`` accepts) into ``dst``: files added
+    or changed are copied, stale ones removed."""
+    wanted = {rel for p in src.rglob("*")
+              if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith(NOT_SERVED)
+              and include(rel := p.relative_to(src))}
     for rel in wanted:
         sync_file(src / rel, dst / rel)
     if dst.exists():
@@ -99,12 +100,10 @@ def build_site() -> Path:
     sync_file(ROOT / "index.html", DIST / "index.html")
     sync_file(ROOT / "worker" / "service_worker.js", DIST / "sw.js")  # at the root, so its scope holds /v1/
     # The official `openai` client's ES modules, for pages that talk to /v1/ (its Node-only parts
-    # are imported only under Node).
-    sync_tree(NODE / "openai", DIST / "vendor" / "openai", ".mjs")
-    # ...and the one CommonJS file an ES module imports (under ESM it defines nothing: the browser's
-    # state module is used)
-    state = "internal/auth/x509-transport-state.js"
-    sync_file(NODE / "openai" / state, DIST / "vendor" / "openai" / state)
+    # are imported only under Node), and the one CommonJS file an ES module imports (under ESM it
+    # defines nothing: the browser's state module is used).
+    sync_tree(NODE / "openai", DIST / "vendor" / "openai",
+              lambda rel: rel.suffix == ".mjs" or rel.as_posix() == "internal/auth/x509-transport-state.js")
     sync_tree(ROOT / "web", DIST / "web")
     sync_tree(ROOT / "worker", DIST / "worker")
     sync_tree(ROOT / "bench", DIST / "bench")

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.support.browser import LOCAL_PREFIXES, boot_engine
+from tests.support.browser import LOCAL_PREFIXES, boot_engine, tracked_context
 from tests.support.reference import hf_greedy_ids, sentence_transformer
 
 pytestmark = pytest.mark.browser
@@ -34,9 +34,7 @@ def _run(page: Any, body: str, arg: Any = None) -> Any:
 @pytest.fixture(scope="module")
 def tabs(browser, site_url):
     """A host tab (engine + serveV1) and a client tab of the same site; the context's requests."""
-    context = browser.new_context()
-    requests: list[str] = []
-    context.on("request", lambda r: requests.append(r.url))
+    context, requests = tracked_context(browser)
     host = context.new_page()
     host.set_default_timeout(300_000)
     boot_engine(host, site_url, ["tiny-chat", "all-minilm-l6-v2"])

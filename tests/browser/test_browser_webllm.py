@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.support.browser import EnginePage
+from tests.support.browser import EnginePage, tracked_context
 from tests.support.reference import hf_prompt_ids, sentence_transformer
 
 pytestmark = pytest.mark.browser
@@ -21,9 +21,7 @@ STATS = re.compile(r"^prefill: (\d+\.\d{4}) tokens/sec, decoding: (\d+\.\d{4}) t
 @pytest.fixture(scope="module")
 def webllm_page(browser, site_url):
     """An engine made by WebLLM's `CreateMLCEngine` (its worker created for it), with chat options."""
-    context = browser.new_context()
-    requests: list[str] = []
-    context.on("request", lambda r: requests.append(r.url))
+    context, requests = tracked_context(browser)
     page = context.new_page()
     page.set_default_timeout(300_000)
     page.goto(site_url + "web/engine.js")  # a same-origin document

@@ -43,10 +43,16 @@ class EnginePage:
         return [u for u in self.requests if not u.startswith(LOCAL_PREFIXES)]
 
 
-def open_engine_page(browser: Any, site_url: str, models: list[str], device: str = "wasm") -> EnginePage:
+def tracked_context(browser: Any) -> tuple[Any, list[str]]:
+    """A new browser context, and the URLs of every request made in it (filled as they happen)."""
     context = browser.new_context()
     requests: list[str] = []
     context.on("request", lambda r: requests.append(r.url))
+    return context, requests
+
+
+def open_engine_page(browser: Any, site_url: str, models: list[str], device: str = "wasm") -> EnginePage:
+    context, requests = tracked_context(browser)
     page = context.new_page()
     page.on("console", lambda m: print(f"[console.{m.type}] {m.text}") if m.type in ("error", "warning") else None)
     page.set_default_timeout(300_000)

@@ -33,14 +33,16 @@ class MediaContentPart(Strict):
     file: Any = None
 
 
+def _part_type(part: Any) -> Any:
+    return part.get("type") if isinstance(part, dict) else getattr(part, "type", None)
+
+
 def _user_part_kind(part: Any) -> str:
-    kind = part.get("type") if isinstance(part, dict) else getattr(part, "type", None)
-    return "media-part" if kind in ("image_url", "input_audio", "file") else "text-part"
+    return "media-part" if _part_type(part) in ("image_url", "input_audio", "file") else "text-part"
 
 
 def _assistant_part_kind(part: Any) -> str:
-    kind = part.get("type") if isinstance(part, dict) else getattr(part, "type", None)
-    return "refusal-part" if kind == "refusal" else "text-part"
+    return "refusal-part" if _part_type(part) == "refusal" else "text-part"
 
 
 # Tagged unions, so a bad part's error names its field (``messages[0].content[1].text``).

@@ -110,6 +110,9 @@ class ChatCompletionRequest(_OpenAINoOps):
     def check(self) -> None:
         """WebLLM's rules beyond the field types, and what cannot be honored here."""
         _check_common(self)
+        if None not in (self.max_tokens, self.max_completion_tokens) and self.max_tokens != self.max_completion_tokens:
+            raise InvalidInputError("`max_completion_tokens` and `max_tokens` disagree; give one",
+                                    "max_completion_tokens")
         if self.top_logprobs is not None and not self.logprobs:
             raise InvalidInputError("`top_logprobs` needs `logprobs: true`", "top_logprobs")
         check_messages(list(self.messages))
@@ -217,10 +220,6 @@ def _check_common(req: ChatCompletionRequest | CompletionRequest) -> None:
                                 "extra_body.enable_latency_breakdown")
     if req.stream_options is not None and not req.stream:
         raise InvalidInputError("`stream_options` is only allowed when `stream` is true", "stream_options")
-    if isinstance(req, ChatCompletionRequest) and None not in (req.max_tokens, req.max_completion_tokens) \
-            and req.max_tokens != req.max_completion_tokens:
-        raise InvalidInputError("`max_completion_tokens` and `max_tokens` disagree; give one",
-                                "max_completion_tokens")
     for key in req.logit_bias or {}:
         if not re.fullmatch(r"-?[0-9]{1,10}", key):
             raise InvalidInputError(f"`logit_bias` keys are token ids; got {key!r}", "logit_bias")
