@@ -85,8 +85,17 @@ def build_models() -> dict[str, Path]:
     return {
         "tiny-chat": cached_build("tiny-chat", [here / "tiny_chat.py", here / "tiny_chat_tools.py"], tiny_chat.build),
         "all-minilm-l6-v2": cached_build("all-minilm-l6-v2", [here / "minilm.py"], minilm.build),
-        "tiny-gpt2": cached_build("tiny-gpt2", [here / "tiny_gpt2.py"], tiny_gpt2.build),
+        "tiny-gpt2": cached_build("tiny-gpt2", [here / "tiny_gpt2.py", here / "onnx_decoder.py"], tiny_gpt2.build),
     }
+
+
+def build_hub_models() -> dict[str, Path]:
+    """Models that are not built into the site: the tests serve them from a local Hub mirror."""
+    from . import tiny_qwen2
+
+    here = Path(__file__).parent
+    sources = [here / "tiny_qwen2.py", here / "onnx_decoder.py"]
+    return {tiny_qwen2.REPO_ID: cached_build("hub-tiny-qwen2", sources, tiny_qwen2.build)}
 
 
 def build_site() -> Path:
@@ -122,6 +131,7 @@ def build_site() -> Path:
 
     for model_id, folder in build_models().items():
         sync_tree(folder, DIST / "models" / model_id)
+    build_hub_models()
     sync_tree(ensure_lang_data(), DIST / "lang")  # select_language's n-gram data, one file per language
     log(f"dist/ is ready at {DIST}")
     return DIST

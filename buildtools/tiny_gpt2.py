@@ -13,26 +13,20 @@ from __future__ import annotations
 
 import json
 import sys
-import warnings
 from pathlib import Path
 
-import numpy as np
-import onnx
-import onnxruntime as ort
 import torch
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import GenerationConfig, GPT2Config, GPT2LMHeadModel
 
 from .atomic_dir import replacing
-from .tiny_chat import OnnxDecoder
+from .onnx_decoder import CacheShape, export_decoder, verify_decoder
 
 SEED = 4321
 VOCAB_SIZE = 2048
 CONTEXT_LENGTH = 512
 LAYERS, HEADS, WIDTH = 2, 4, 128
 EOS = "<|endoftext|>"
-ONNX_OPSET = 17
-MAX_LOGIT_DIFF = 1e-4
 # Training text for the tokenizer: Python's own sources, read from this interpreter.
 CORPUS_MODULES = ("textwrap", "string", "json.decoder", "json.encoder", "argparse", "pathlib")
 
@@ -86,65 +80,6 @@ def make_model(vocab_size: int) -> GPT2LMHeadModel:
     return model
 
 
-def _io_names() -> tuple[list[str], list[str]]:
-    inputs = ["input_ids", "attention_mask", "position_ids"]
-    outputs = ["logits"]
-    for i in range(LAYERS):
-        inputs += [f"past_key_values.{i}.key", f"past_key_values.{i}.value"]
-        outputs += [f"present.{i}.key", f"present.{i}.value"]
-    return inputs, outputs
-
-
-def _inputs(ids: list[int], past: list[np.ndarray] | list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-    start = past[0].shape[2] if past else 0
-    n = len(ids)
-    return (torch.tensor([ids]), torch.ones(1, start + n, dtype=torch.long),
-            torch.arange(start, start + n)[None], *(torch.as_tensor(p) for p in past))
-
-
-def export_onnx(model: GPT2LMHeadModel, path: Path) -> None:
-    """Export with KV cache, traced at past 3, seq 2 (no one-token branch baked in)."""
-    input_names, output_names = _io_names()
-    axes: dict[str, dict[int, str]] = {
-        "input_ids": {1: "sequence_length"}, "attention_mask": {1: "total_sequence_length"},
-        "position_ids": {1: "sequence_length"}, "logits": {1: "sequence_length"},
-    }
-    for name in input_names[3:]:
-        axes[name] = {2: "past_sequence_length"}
-    for name in output_names[1:]:
-        axes[name] = {2: "total_sequence_length"}
-    head_dim = WIDTH // HEADS
-    generator = torch.Generator().manual_seed(SEED)
-    past = [torch.randn(1, HEADS, 3, head_dim, generator=generator) for _ in range(2 * LAYERS)]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(OnnxDecoder(model).eval(), _inputs([5, 6], past), str(path), dynamo=False,
-                          opset_version=ONNX_OPSET, input_names=input_names, output_names=output_names,
-                          dynamic_axes=axes, do_constant_folding=True)
-    onnx.checker.check_model(str(path))
-
-
-def verify_onnx(model: GPT2LMHeadModel, path: Path) -> float:
-    """ORT against PyTorch: a prefill, then three one-token steps on the cache. Raise on mismatch."""
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    generator = torch.Generator().manual_seed(SEED + 1)
-    ids = torch.randint(1, model.config.vocab_size, (12,), generator=generator).tolist()
-    with torch.no_grad():
-        reference = model(input_ids=torch.tensor([ids])).logits[0].numpy()
-    input_names, _ = _io_names()
-    past: list[np.ndarray] = [np.zeros((1, HEADS, 0, WIDTH // HEADS), np.float32)] * (2 * LAYERS)
-    worst, done = 0.0, 0
-    for chunk in (ids[:9], ids[9:10], ids[10:11], ids[11:12]):
-        feeds = {name: np.asarray(t) for name, t in zip(input_names, _inputs(chunk, past), strict=True)}
-        logits, *past = session.run(None, feeds)
-        worst = max(worst, float(np.abs(logits[0] - reference[done:done + len(chunk)]).max()))
-        done += len(chunk)
-    if not worst < MAX_LOGIT_DIFF:
-        raise RuntimeError(f"ONNX/torch logits mismatch: max abs diff {worst:.3g}")
-    return worst
-
-
 def build(out_dir: Path) -> None:
     """Build the tiny-gpt2 folder at ``out_dir`` (replacing it atomically)."""
     with replacing(Path(out_dir).resolve()) as tmp:
@@ -153,8 +88,9 @@ def build(out_dir: Path) -> None:
         model = make_model(tokenizer.get_vocab_size())
         model.generation_config = GenerationConfig(eos_token_id=0, bos_token_id=0, pad_token_id=0)
         model.save_pretrained(tmp, safe_serialization=True)
-        export_onnx(model, tmp / "onnx" / "model.onnx")
-        worst = verify_onnx(model, tmp / "onnx" / "model.onnx")
+        shape = CacheShape(LAYERS, HEADS, WIDTH // HEADS)
+        export_decoder(model, shape, tmp / "onnx" / "model.onnx", SEED)
+        worst = verify_decoder(model, shape, tmp / "onnx" / "model.onnx", model.config.vocab_size, SEED + 1)
         print(f"tiny-gpt2: vocab {tokenizer.get_vocab_size()}, ONNX vs torch max |logit diff| {worst:.2e}")
 
 

@@ -10,6 +10,7 @@
 // a promise that settles exactly once; arguments are checked and sent as JSON text (message.js).
 
 import { ChatStates } from "./chat_state.js";
+import { EngineError } from "./engine_error.js";
 import { encodeMessage } from "./message.js";
 
 /**
@@ -22,9 +23,19 @@ import { encodeMessage } from "./message.js";
 
 /**
  * @typedef {{stage: string, file: string|null, loaded: number, total: number, model: string|null,
- *            progress: number, timeElapsed: number, text: string}} InitProgressReport
+ *            progress: number, bytesLoaded: number, bytesTotal: number, timeElapsed: number,
+ *            text: string}} InitProgressReport
+ *   WebLLM's report (`progress` from 0 to 1, never backwards; `timeElapsed` in seconds; `text`),
+ *   with the event it follows: `stage`, `file` and that file's `loaded`/`total` bytes, and
+ *   `bytesLoaded`/`bytesTotal` over all the files of the load.
  * @typedef {{initProgressCallback?: (r: InitProgressReport) => void,
- *            device?: "wasm"|"webgpu"|"auto", skillTimeLimitMs?: number}} EngineConfig
+ *            device?: "wasm"|"webgpu"|"auto", skillTimeLimitMs?: number, hubMirror?: string|null,
+ *            appConfig?: AppConfig}} EngineConfig
+ *   `hubMirror`: the base URL models that are not built in come from (default the Hugging Face Hub,
+ *   `https://huggingface.co/`), laid out as the Hub: `<hubMirror><org>/<name>/resolve/main/<file>`.
+ * @typedef {{model_list?: Array<{model_id: string, model?: string, [k: string]: unknown}>,
+ *            useIndexedDBCache?: boolean, [k: string]: unknown}} AppConfig
+ *   WebLLM's app config: only what csi-web can use of it is used (see `setAppConfig`).
  * @typedef {{id: string, type: "function", function: {name: string, arguments: string}}} ChatCompletionMessageToolCall
  * @typedef {{index: number, id?: string, type?: "function", function: {name?: string, arguments?: string}}} ToolCallDelta
  * @typedef {{role: "system"|"user"|"assistant"|"tool", content: string|null|Array<{type: "text", text: string}>,
@@ -60,15 +71,15 @@ import { encodeMessage } from "./message.js";
  *            embedding: number[]}>, usage: {prompt_tokens: number, total_tokens: number}}} CreateEmbeddingResponse
  */
 
-/** An error from the engine: `name` says what went wrong, `param` names the field to blame. */
-export class EngineError extends Error {
-  /** @param {{name: string, message: string, param?: string|null}} e */
-  constructor(e) {
-    super(e.message);
-    this.name = e.name;
-    this.param = e.param ?? null;
-  }
-}
+export { EngineError };
+export {
+  deleteChatConfigInCache,
+  deleteModelAllInfoInCache,
+  deleteModelInCache,
+  deleteModelWasmInCache,
+  hasModelInCache,
+  listCachedModels,
+} from "./model_cache.js";
 
 class Stream {
   /** @param {() => void} onAbandon */
@@ -303,6 +314,23 @@ export class WebWorkerEngine {
     return this.chatStates.statsText(model);
   }
 
+  /**
+   * WebLLM's app config. csi-web loads a model by its built-in name or its Hub repo id, from the
+   * Hub or `hubMirror`, so WebLLM's `model_list` (MLC-compiled weights and WebGPU libraries) has
+   * nothing to point at: the config is kept (`getAppConfig`) and has no other effect.
+   * @param {AppConfig} appConfig
+   */
+  setAppConfig(appConfig) {
+    if (appConfig === null || typeof appConfig !== "object" || Array.isArray(appConfig)) {
+      throw new EngineError({ name: "InvalidInputError", message: "an app config is an object", param: "appConfig" });
+    }
+    this.config.appConfig = appConfig;
+  }
+
+  getAppConfig() {
+    return this.config.appConfig;
+  }
+
   /** @param {((r: InitProgressReport) => void)|undefined} callback */
   setInitProgressCallback(callback) {
     this.config.initProgressCallback = callback;
@@ -513,25 +541,48 @@ export class WebWorkerEngine {
     const refused = this.chatStates.setOptions(ids, chatOpts);
     if (refused) throw new EngineError({ name: "InvalidInputError", ...refused });
     const started = performance.now();
-    const files = new Map();
+    /** @type {Map<string, Map<string, {loaded: number, total: number}>>} bytes per file, per model */
+    const models = new Map();
+    /** @type {Set<string>} models whose plan (every file and its size) came: only they count */
+    const planned = new Set();
+    let shown = 0;
     /** @param {import("../worker/protocol.js").Progress} p */
     const report = (p) => {
-      if (p.file) files.set(`${p.model}/${p.file}`, p);
-      let loaded = 0;
-      let total = 0;
-      for (const f of files.values()) {
-        loaded += f.loaded || 0;
-        total += f.total || 0;
+      const model = String(p.model);
+      const files = models.get(model) ?? new Map();
+      models.set(model, files);
+      if (p.stage === "plan" && p.files && typeof p.files === "object") {
+        planned.add(model);
+        for (const [file, size] of Object.entries(p.files)) {
+          if (!files.has(file)) files.set(file, { loaded: 0, total: Number(size) || 0 });
+        }
+      } else if (p.file && p.stage === "progress") {
+        files.set(p.file, { loaded: p.loaded || 0, total: p.total || 0 });
+      }
+      let bytesLoaded = 0;
+      let bytesTotal = 0;
+      for (const m of planned) {
+        for (const f of /** @type {Map<string, {loaded: number, total: number}>} */ (models.get(m)).values()) {
+          bytesLoaded += f.loaded;
+          bytesTotal += f.total;
+        }
       }
       const done = p.stage === "ready" && p.model === ids.at(-1);
+      // never backwards: a file no plan announced adds to the total as it starts
+      shown = done ? 1 : Math.max(shown, bytesTotal ? Math.min(0.99, bytesLoaded / bytesTotal) : 0);
+      const mb = (/** @type {number} */ n) => (n / 1e6).toFixed(1);
       this.config.initProgressCallback?.({
         ...p,
-        progress: done ? 1 : total ? Math.min(0.99, loaded / total) : 0,
+        progress: shown,
+        bytesLoaded,
+        bytesTotal,
         timeElapsed: (performance.now() - started) / 1000,
-        text: `${p.stage}${p.file ? ` ${p.file}` : ""}${p.model ? ` (${p.model})` : ""}`,
+        text: `${p.stage}${p.file ? ` ${p.file}` : ""}${p.model ? ` (${p.model})` : ""}` +
+          (bytesTotal ? `: ${mb(bytesLoaded)} of ${mb(bytesTotal)} MB` : ""),
       });
     };
-    const result = await this.send("load", { model_ids: ids, device: this.config.device ?? "wasm" }, { progress: report });
+    const load = { model_ids: ids, device: this.config.device ?? "wasm", hub: this.config.hubMirror ?? null };
+    const result = await this.send("load", load, { progress: report });
     this.modelIds = ids;
     return result;
   }
@@ -568,6 +619,21 @@ const WORKER_URL = new URL("../worker/worker.js", import.meta.url);
  */
 export function CreateMLCEngine(modelIds, config = {}, chatOpts = undefined) {
   return CreateWebWorkerEngine(new Worker(WORKER_URL, { type: "module" }), modelIds, config, chatOpts);
+}
+
+/**
+ * WebLLM's `CreateServiceWorkerMLCEngine`: an engine every tab of the site can use. WebLLM runs the
+ * model in the service worker; csi-web runs it in this page's worker (Pyodide and WebGPU need a
+ * worker a service worker cannot keep) and serves it to the other tabs through the site's service
+ * worker at /v1/ (see v1_host.js), so no tab loads the model twice. `keepAliveMs` has no effect.
+ * @param {string|string[]} modelIds @param {EngineConfig} [config] @param {object|object[]} [chatOpts]
+ * @param {number} [keepAliveMs]
+ */
+export async function CreateServiceWorkerMLCEngine(modelIds, config = {}, chatOpts = undefined, keepAliveMs = 10_000) {
+  const engine = await CreateMLCEngine(modelIds, config, chatOpts);
+  const { serveV1 } = await import("./v1_host.js");
+  await serveV1(engine);
+  return engine;
 }
 
 /** The browser's WebGPU adapter, or a typed error when there is none. */

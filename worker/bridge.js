@@ -6,11 +6,14 @@ import {
   AutoConfig,
   AutoModelForCausalLM,
   AutoTokenizer,
+  ModelRegistry,
+  env,
   pipeline,
 } from "../vendor/transformers/transformers.js";
 import { ChatModel } from "./chat_model.js";
 import { jsonSchemaToEBNF } from "./grammar.js";
 import { Guts } from "./guts.js";
+import { HUB, SITE_ONLY, abortLoads, beginLoad } from "./hub_fetch.js";
 import { configureRuntime } from "./runtime_env.js";
 import { Sampler } from "./sampling.js";
 
@@ -18,6 +21,7 @@ import { Sampler } from "./sampling.js";
 export const BUILTIN_MODELS = ["tiny-chat", "all-minilm-l6-v2", "tiny-gpt2"];
 
 configureRuntime();
+for (const id of BUILTIN_MODELS) SITE_ONLY.add(id);
 
 const CAUSAL_ARCH = /(ForCausalLM|LMHeadModel)$/;
 
@@ -36,7 +40,9 @@ function yieldToEventLoop() {
 }
 
 /**
- * @typedef {{stage: string, file: string|null, loaded: number, total: number, model: string}} Progress
+ * @typedef {{stage: string, file: string|null, loaded: number, total: number, model: string,
+ *            files?: Record<string, number>}} Progress
+ *   `files` (stage `plan` only): every file the load reads, with its size in bytes.
  */
 
 class EmbeddingModel {
@@ -109,12 +115,33 @@ export class Bridge {
    * @param {string} device "wasm" | "webgpu" | "auto"
    * @param {(p: Progress) => void} onProgress
    * @param {string|null} dtype weights precision; default fp32 for built-ins, the hub's default otherwise
+   * @param {string|null} hub the base URL of a Hub mirror (null: the Hub)
    */
-  async loadModel(id, device, onProgress, dtype = null) {
+  async loadModel(id, device, onProgress, dtype = null, hub = null) {
+    const load = beginLoad(hub ?? HUB);
+    env.remoteHost = hub ?? HUB;
+    try {
+      return await this.#loadModel(id, device, onProgress, dtype, load.signal);
+    } finally {
+      load.done();
+    }
+  }
+
+  /** Stop the downloads of every load under way (each fails with an AbortError). */
+  abortLoads() {
+    abortLoads();
+  }
+
+  /**
+   * @param {string} id @param {string} device @param {(p: Progress) => void} onProgress
+   * @param {string|null} dtype @param {AbortSignal} signal
+   */
+  async #loadModel(id, device, onProgress, dtype, signal) {
     if (device === "auto") device = (await webgpuAvailable()) ? "webgpu" : "wasm";
     /** @type {Set<string>} the ONNX files (and their external data) transformers.js reads */
     const onnxFiles = new Set();
     const progress_callback = (e) => {
+      if (signal.aborted) return;
       if (e.status === "done" && /\.onnx(_data(_\d+)?)?$/.test(e.file ?? "")) onnxFiles.add(e.file);
       onProgress({
         stage: e.status,
@@ -128,6 +155,7 @@ export class Bridge {
     const chosen = dtype ?? (BUILTIN_MODELS.includes(id) ? "fp32" : null);
     if (chosen) options.dtype = chosen;
     const config = await AutoConfig.from_pretrained(id, { progress_callback });
+    await this.#reportPlan(id, config, options, onProgress);
     const arch = (config.architectures ?? []).join(",");
     let info;
     if (CAUSAL_ARCH.test(arch) || (!arch && config.is_decoder)) {
@@ -158,8 +186,35 @@ export class Bridge {
         vocab_size: config.vocab_size ?? 0,
       };
     }
+    if (signal.aborted) {
+      await this.unloadModel(id);
+      throw signal.reason;
+    }
     onProgress({ stage: "ready", file: null, loaded: 1, total: 1, model: id });
     return JSON.stringify({ ...info, device });
+  }
+
+  /**
+   * Report every file the load will read, with its size (stage `plan`), so the page's progress
+   * is a fraction of all the bytes from the start. Best effort: without it, progress still comes.
+   * @param {string} id @param {any} config @param {{device: string, dtype?: string}} options
+   * @param {(p: Progress) => void} onProgress
+   */
+  async #reportPlan(id, config, options, onProgress) {
+    try {
+      const files = await ModelRegistry.get_files(id, { config, device: options.device, dtype: options.dtype,
+                                                        include_processor: false });
+      const sizes = await Promise.all(files.map((f) => ModelRegistry.get_file_metadata(id, f)));
+      /** @type {Record<string, number>} */
+      const planned = {};
+      files.forEach((f, i) => {
+        if (sizes[i].exists && sizes[i].size) planned[f] = sizes[i].size;
+      });
+      const total = Object.values(planned).reduce((a, b) => a + b, 0);
+      onProgress({ stage: "plan", file: null, loaded: 0, total, model: id, files: planned });
+    } catch (err) {
+      console.warn(`no download plan for ${id}:`, err);
+    }
   }
 
   /** @param {string} id */

@@ -15,8 +15,9 @@
 /**
  * @typedef {"wasm"|"webgpu"|"auto"} Device
  *
- * @typedef {{id: string, type: "load", model_ids: string[], device: Device}} LoadMessage
- *   Load these models, unloading the others. Progress: one report per file event, then `ready`
+ * @typedef {{id: string, type: "load", model_ids: string[], device: Device, hub?: string|null}} LoadMessage
+ *   Load these models, unloading the others; those not built in come from the Hugging Face Hub, or
+ *   from the mirror whose base URL is `hub`. Progress: one report per file event, then `ready`
  *   per model. Result: {@link LoadResult}.
  *
  * @typedef {{stream?: boolean|null, [field: string]: unknown}} StreamableRequest
@@ -88,8 +89,9 @@
  * @typedef {{stage: string, file: string|null, loaded: number, total: number, model: string|null,
  *            [extra: string]: unknown}} Progress
  *   Progress of a request. Loading reports the stages of the worker's boot ("pyodide", "wheels",
- *   "python-ready"), then transformers.js's per file ("initiate", "download", "progress",
- *   "done", ...) and "ready" per model.
+ *   "python-ready"), then per model: "plan" (`files`: every file it reads and its size, `total`
+ *   their sum), transformers.js's per file ("initiate", "download", "progress", "done", ...;
+ *   `loaded`/`total` are the file's bytes) and "ready".
  * @typedef {Progress & {stage: "index", documents: string[]}} IndexProgress
  *   `index_create`: `loaded` of `total` documents are indexed; `documents` names the last batch.
  * @typedef {IndexProgress & {chunks: number}} IndexPutProgress

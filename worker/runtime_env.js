@@ -2,6 +2,7 @@
 // models and the ORT runtime come from the site itself, never from a CDN.
 
 import { env } from "../vendor/transformers/transformers.js";
+import { hubFetch } from "./hub_fetch.js";
 
 const SITE = new URL("../", import.meta.url);
 
@@ -9,6 +10,7 @@ const SITE = new URL("../", import.meta.url);
 export function configureRuntime() {
   env.allowLocalModels = true;
   env.localModelPath = new URL("models/", SITE).pathname;
+  env.fetch = hubFetch; // cancellable downloads, the Hub's 404s remembered for offline loads
   env.backends.onnx.wasm.wasmPaths = {
     mjs: new URL("vendor/ort/ort-wasm-simd-threaded.asyncify.mjs", SITE).href,
     wasm: new URL("vendor/ort/ort-wasm-simd-threaded.asyncify.wasm", SITE).href,

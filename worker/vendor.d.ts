@@ -6,6 +6,7 @@ declare module "*/vendor/transformers/transformers.js" {
   export const AutoConfig: any;
   export const AutoModelForCausalLM: any;
   export const AutoTokenizer: any;
+  export const ModelRegistry: any;
   export const Tensor: any;
   export const pipeline: any;
 }

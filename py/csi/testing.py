@@ -25,13 +25,17 @@ class ScriptedBackend:
         self.cache: list[int] = []
         self._pos = 0
 
-    async def load_model(self, model_id: str, device: str, progress: ProgressFn | None) -> ModelInfo:
+    async def load_model(self, model_id: str, device: str, progress: ProgressFn | None,
+                         hub: str | None = None) -> ModelInfo:
         if progress:
             progress({"stage": "ready", "file": None, "loaded": 1, "total": 1, "model": model_id})
         kind: ModelKind = "embedding" if model_id.startswith("embed") else "chat"
         return ModelInfo(model_id, kind, self.context_length, (EOS,), len(self.vocab))
 
     async def unload_model(self, model_id: str) -> None:
+        pass
+
+    def cancel_loads(self) -> None:
         pass
 
     def chat_template(self, model_id: str) -> str | None:

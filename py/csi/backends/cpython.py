@@ -256,7 +256,9 @@ class CPythonBackend:
         self._models: dict[str, _Chat | _Embedder] = {}
         self._counters: dict[str, Tokenizer] = {}
 
-    async def load_model(self, model_id: str, device: str, progress: ProgressFn | None) -> ModelInfo:
+    async def load_model(self, model_id: str, device: str, progress: ProgressFn | None,
+                         hub: str | None = None) -> ModelInfo:
+        """Load from the models folder (this backend never downloads: ``hub`` has no effect)."""
         folder = self.models_dir / model_id
         if not (folder / "config.json").exists():
             raise ModelLoadError(f"could not load model {model_id!r}: no {folder}/config.json", "model")
@@ -299,6 +301,9 @@ class CPythonBackend:
         tokenizer.enable_padding(pad_id=tokenizer.token_to_id(tok_config.get("pad_token", "[PAD]")) or 0)
         self._models[model_id] = _Embedder(tokenizer=tokenizer, session=session)
         return ModelInfo(model_id, "embedding", max_len, (), int(config.get("vocab_size", 0)))
+
+    def cancel_loads(self) -> None:
+        pass  # loads read local files: nothing to stop
 
     async def unload_model(self, model_id: str) -> None:
         self._models.pop(model_id, None)

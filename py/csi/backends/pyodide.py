@@ -131,14 +131,15 @@ class PyodideBackend:
             else:
                 future._settle(None, InternalError(f"forward pass failed: {message}"))
 
-    async def load_model(self, model_id: str, device: str, progress: ProgressFn | None) -> ModelInfo:
+    async def load_model(self, model_id: str, device: str, progress: ProgressFn | None,
+                         hub: str | None = None) -> ModelInfo:
         def on_progress(p: Any) -> None:
             if progress is not None:
                 progress(p.to_py())
 
         callback = create_proxy(on_progress)
         try:
-            info = loads(await self._bridge.loadModel(model_id, device, callback, None))
+            info = loads(await self._bridge.loadModel(model_id, device, callback, None, hub))
         except JsException as exc:
             raise ModelLoadError(f"could not load model {model_id!r}: {exc.message}", "model") from None
         finally:
@@ -151,6 +152,9 @@ class PyodideBackend:
             eos_token_ids=tuple(info["eos_token_ids"]),
             vocab_size=int(info["vocab_size"]),
         )
+
+    def cancel_loads(self) -> None:
+        self._bridge.abortLoads()
 
     async def unload_model(self, model_id: str) -> None:
         self._guts.pop(model_id, None)

@@ -67,8 +67,14 @@ class Backend(Protocol):
     to ``set_sampling``.
     """
 
-    async def load_model(self, model_id: str, device: str, progress: ProgressFn | None) -> ModelInfo:
-        """Load tokenizer and weights; report ``{stage, file, loaded, total}`` progress."""
+    async def load_model(self, model_id: str, device: str, progress: ProgressFn | None,
+                         hub: str | None = None) -> ModelInfo:
+        """Load tokenizer and weights; report ``{stage, file, loaded, total}`` progress. A model that
+        is not built in comes from the Hugging Face Hub, or from the mirror at ``hub`` (its base URL)."""
+        ...
+
+    def cancel_loads(self) -> None:
+        """Stop the downloads of a load under way (the load then fails)."""
         ...
 
     async def unload_model(self, model_id: str) -> None: ...

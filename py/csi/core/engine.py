@@ -27,6 +27,8 @@ MESSAGE: ContextVar[tuple[str | None, int] | None] = ContextVar("csi_message", d
 """The page message a task serves: its id and the interrupt epoch when it arrived (set by the
 worker's envelope). Every generation it starts, batch items included, is cancelled by that id
 and interrupted by any ``interrupt()`` after its arrival, even while it waits for the model."""
+HUB_URL = re.compile(r"https?://[^\s/?#]+(/[^\s?#]*)?", re.ASCII)
+"""A Hub mirror's base URL; the length is checked separately."""
 MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?")
 
 
@@ -145,9 +147,16 @@ class Engine:
     # ---- lifecycle -----------------------------------------------------------------------------
 
     async def load(
-        self, model_ids: list[str], device: str = "wasm", progress: ProgressFn | None = None
+        self, model_ids: list[str], device: str = "wasm", progress: ProgressFn | None = None,
+        hub: str | None = None,
     ) -> list[ModelInfo]:
-        """Load ``model_ids`` (replacing whatever was loaded)."""
+        """Load ``model_ids`` (replacing whatever was loaded); models not built in come from the
+        Hugging Face Hub, or from the mirror whose base URL is ``hub`` (param ``hub``)."""
+        if hub is not None and not (isinstance(hub, str) and len(hub) <= 2000 and HUB_URL.fullmatch(hub)):
+            raise InvalidInputError("`hub` must be the base URL of a Hugging Face Hub mirror (http or https, "
+                                    "at most 2,000 characters), or null for the Hub itself", "hub")
+        if hub is not None and not hub.endswith("/"):
+            hub += "/"
         if not isinstance(model_ids, list) or not model_ids or not all(isinstance(m, str) and m for m in model_ids):
             raise InvalidInputError("model ids must be a non-empty list of non-empty strings", "model")
         if len(model_ids) > MAX_MODELS:
@@ -160,7 +169,7 @@ class Engine:
         await self.unload()
         mine = self._load_epoch
         for model_id in dict.fromkeys(model_ids):
-            info = await self._backend.load_model(model_id, device, progress)
+            info = await self._backend.load_model(model_id, device, progress, hub)
             if self._load_epoch != mine:  # a later load or unload came while this one ran
                 await self._backend.unload_model(model_id)
                 raise ModelLoadError(f"loading {model_id!r} was cancelled by a later load or unload", "model")
@@ -174,8 +183,9 @@ class Engine:
             self._token_bytes[info.model_id] = self._backend.token_bytes(info.model_id)
 
     async def unload(self) -> None:
-        """Unload every model, and cancel a load under way."""
+        """Unload every model, and cancel a load under way (its downloads stop)."""
         self._load_epoch += 1
+        self._backend.cancel_loads()
         for model_id in list(self._models):
             async with self._locks[model_id]:
                 await self._backend.unload_model(model_id)

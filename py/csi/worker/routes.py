@@ -61,12 +61,12 @@ async def _load(c: Call) -> dict[str, Any]:
     started = time.perf_counter()
     ids: Any = c.msg.get("model_ids")  # checked by the engine
     infos = await c.runtime.engine.load([ids] if isinstance(ids, str) else ids, c.msg.get("device") or "wasm",
-                                        c.progress)
+                                        c.progress, c.msg.get("hub"))
     return {"models": [vars(i) for i in infos], "load_s": time.perf_counter() - started}
 
 
 ROUTES: dict[str, Route] = {
-    "load": Route(_load, "progress", ("model_ids", "device")),
+    "load": Route(_load, "progress", ("model_ids", "device", "hub")),
     # OpenAI / WebLLM (seed 004)
     "chat": Route(lambda c: openai.create_chat_completion(c.runtime.engine, c.request, c.request_id), "stream"),
     "completion": Route(lambda c: openai.create_completion(c.runtime.engine, c.request, c.request_id), "stream"),

@@ -1,0 +1,64 @@
+// The fetch transformers.js downloads models with: stopped by `abortLoads()` (an unload or a new
+// load while files are coming), and with the Hub's "no such file" answers remembered, so a model
+// whose optional files (preprocessor_config.json, ...) do not exist loads again with no network.
+// A remembered 404 is answered from memory until the model's cache is deleted
+// (web/model_cache.js's deleteModelAllInfoInCache).
+
+export const HUB = "https://huggingface.co/";
+/** The Cache API bucket that remembers the Hub's 404s (next to transformers.js's own cache). */
+export const MISSES_CACHE = "csi-hub-misses";
+
+/** Models served by the site alone: what they lack locally is missing, never asked of the Hub. */
+export const SITE_ONLY = new Set();
+
+/** @type {Set<AbortController>} the loads under way */
+const loads = new Set();
+/** @type {string} the base URL remote files come from: the Hub or a mirror */
+let remoteHost = HUB;
+
+/**
+ * Start a load: until `done()`, every download belongs to it, and `abortLoads()` stops them.
+ * @param {string} host the Hub's base URL or a mirror's
+ */
+export function beginLoad(host) {
+  remoteHost = host;
+  const controller = new AbortController();
+  loads.add(controller);
+  return { signal: controller.signal, done: () => loads.delete(controller) };
+}
+
+/** Stop every download of the loads under way; their loads fail. */
+export function abortLoads() {
+  for (const c of loads) c.abort(new DOMException("the load was cancelled by an unload or another load", "AbortError"));
+  loads.clear();
+}
+
+/** @returns {Promise<Cache|null>} */
+async function missesCache() {
+  return typeof caches === "undefined" ? null : caches.open(MISSES_CACHE);
+}
+
+/**
+ * `fetch` for transformers.js (its `env.fetch`).
+ * @param {RequestInfo|URL} input @param {RequestInit} [init]
+ * @returns {Promise<Response>}
+ */
+export async function hubFetch(input, init = {}) {
+  const url = String(input instanceof Request ? input.url : input);
+  const remote = url.startsWith(remoteHost);
+  if (remote && SITE_ONLY.has(url.slice(remoteHost.length).split("/resolve/")[0])) {
+    return new Response(null, { status: 404 });
+  }
+  const signals = [...loads].map((c) => c.signal);
+  const signal = signals.length ? AbortSignal.any(signals) : undefined;
+  if (remote && (await (await missesCache())?.match(url))) return new Response(null, { status: 404 });
+  try {
+    const response = await fetch(input, { ...init, signal });
+    if (remote && response.status === 404 && (init.method ?? "GET") === "GET") {
+      await (await missesCache())?.put(url, new Response(null, { status: 200, statusText: "remembered 404" }));
+    }
+    return response;
+  } catch (err) {
+    throw signal?.aborted ? signal.reason : err;
+  }
+}
