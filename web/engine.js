@@ -195,6 +195,8 @@ export class WebWorkerEngine {
     this.skillCalls = new Set();
     /** WebLLM's per-model memory: the last reply, runtime stats, chat options */
     this.chatStates = new ChatStates();
+    /** @type {Map<string, number[]>} the tokens `forwardTokensAndSample` fed since its last prefill, per model */
+    this.forwardFed = new Map();
     worker.addEventListener("message", (event) => this.receive(event.data));
     worker.addEventListener("error", (event) => {
       event.preventDefault?.();
@@ -312,6 +314,30 @@ export class WebWorkerEngine {
   /** WebLLM's: prefill and decoding tokens per second since the last `resetChat()`. @param {string} [model] */
   async runtimeStatsText(model) {
     return this.chatStates.statsText(model);
+  }
+
+  /**
+   * WebLLM's low-level step: run `inputIds` through the model (after the tokens of the calls since
+   * the last prefill, unless `isPrefill`) and sample the next token with the model's chat options
+   * (`reload`'s `chatOpts`). The sampled token is not fed back: pass it in the next call, as
+   * WebLLM's examples do. The KV cache keeps the tokens fed so far (on WASM), so each call runs
+   * only its own tokens.
+   * @param {number[]} inputIds @param {boolean} isPrefill @param {string} [modelId]
+   * @returns {Promise<number>}
+   */
+  async forwardTokensAndSample(inputIds, isPrefill, modelId) {
+    if (!Array.isArray(inputIds) || !inputIds.length || !inputIds.every((t) => Number.isSafeInteger(t) && t >= 0)) {
+      throw new EngineError({ name: "InvalidInputError", param: "inputIds",
+        message: "`inputIds` must be a non-empty array of token ids (integers from 0)" });
+    }
+    const model = modelId ?? this.modelIds[0];
+    const tokens = [...(isPrefill ? [] : this.forwardFed.get(model) ?? []), ...inputIds];
+    /** @type {any} */
+    const r = await this.completions.create({
+      model, prompt: tokens, max_tokens: 1, ignore_eos: true, return_token_ids: true,
+    });
+    this.forwardFed.set(model, tokens);
+    return r.choices[0].token_ids[0];
   }
 
   /**
@@ -614,11 +640,30 @@ export const CreateWebWorkerMLCEngine = CreateWebWorkerEngine;
 const WORKER_URL = new URL("../worker/worker.js", import.meta.url);
 
 /**
+ * WebLLM's `MLCEngine`: `new MLCEngine(config)`, then `reload(modelIds)`; the same engine as
+ * {@link WebWorkerEngine}, with its module worker created for you.
+ */
+export class MLCEngine extends WebWorkerEngine {
+  /** @param {EngineConfig} [config] */
+  constructor(config = {}) {
+    super(new Worker(WORKER_URL, { type: "module" }), config);
+  }
+}
+
+/** WebLLM's `prebuiltAppConfig`: the models built into this site. */
+export const prebuiltAppConfig = Object.freeze({
+  model_list: ["tiny-chat", "tiny-gpt2", "all-minilm-l6-v2"].map((id) => ({ model_id: id, model: `/models/${id}/` })),
+  useIndexedDBCache: false,
+});
+
+/**
  * WebLLM's `CreateMLCEngine`: the same engine, with its module worker created for you.
  * @param {string|string[]} modelIds @param {EngineConfig} [config] @param {object|object[]} [chatOpts]
  */
-export function CreateMLCEngine(modelIds, config = {}, chatOpts = undefined) {
-  return CreateWebWorkerEngine(new Worker(WORKER_URL, { type: "module" }), modelIds, config, chatOpts);
+export async function CreateMLCEngine(modelIds, config = {}, chatOpts = undefined) {
+  const engine = new MLCEngine(config);
+  await engine.reload(modelIds, chatOpts);
+  return engine;
 }
 
 /**

@@ -112,6 +112,35 @@ def test_webllm_logprobs_true_on_completions_is_shaped_as_chat(engine):
         assert {t["token"]: t["logprob"] for t in c["top_logprobs"]} == pytest.approx(top)
 
 
+def test_token_id_prompts_complete_as_torch_does_and_echo_their_text(engine):
+    import torch
+
+    tok, model = hf_chat()
+    ids = hf_prompt_ids(USER)
+    with torch.no_grad():
+        out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                             do_sample=False, max_new_tokens=6, min_new_tokens=6, pad_token_id=0)
+    for prompt in (ids, [ids]):  # token ids, and OpenAI's list of one prompt
+        r = run_async(completion(engine, {"prompt": prompt, **GREEDY, "max_tokens": 6, "ignore_eos": True,
+                                          "echo": True})).model_dump()
+        assert r["prompt_token_ids"] == ids and r["choices"][0]["token_ids"] == out[0, len(ids):].tolist()
+        assert r["choices"][0]["text"].startswith(tok.decode(ids, skip_special_tokens=True))  # as vLLM echoes
+
+
+@pytest.mark.parametrize(("prompt", "message"), [
+    ([5, 10**9], "outside the vocabulary"), (["a", "b"], "2 prompts"), ([[]], "empty"), ([-1], "prompt"),
+])
+def test_bad_token_prompts_are_refused_naming_the_prompt(engine, prompt, message):
+    err = refused(engine, completion, {"prompt": prompt, "max_tokens": 2})
+    assert err.param.startswith("prompt") and message in str(err)
+
+
+def test_token_id_embedding_input_is_refused_naming_it(engine):
+    for tokens in ([1, 2, 3], [[1, 2], [3]]):
+        err = refused(engine, embeddings, {"input": tokens})
+        assert err.param == "input" and "send the text" in str(err)
+
+
 def test_base64_embeddings_are_the_float32_values_little_endian(engine):
     text = ["A red fox.", "Ein roter Fuchs."]
     b64 = run_async(embeddings(engine, {"input": text, "encoding_format": "base64"})).model_dump()

@@ -297,6 +297,10 @@ class Engine:
 
     # ---- the one generation path ---------------------------------------------------------------
 
+    def text_of(self, model: ModelInfo, ids: list[int]) -> str:
+        """The text of token ids, special tokens left out (an echoed token prompt, as vLLM echoes it)."""
+        return self._backend.decode(model.model_id, ids)
+
     def generate(self, request: GenerationRequest, request_id: str | None = None) -> Generation:
         """Accept ``request``: resolve the model, check the parameters against it, render the prompt
         and check it against the context window. Iterate the result to run it."""
@@ -325,6 +329,13 @@ class Engine:
                 tool_format = fmt
                 grammar = tool_grammar(request.tools, request.tool_choice, request.parallel_tool_calls, fmt)
                 params = replace(params, sampling=replace(params.sampling, grammar=grammar))
+        elif request.prompt_ids is not None:
+            field_name = "prompt"
+            ids = list(request.prompt_ids)
+            outside = next((t for t in ids if not 0 <= t < model.vocab_size), None)
+            if outside is not None:
+                raise InvalidInputError(f"the prompt names token {outside}, outside the vocabulary of "
+                                        f"{model.model_id!r} (0 to {model.vocab_size - 1})", "prompt")
         else:
             field_name = "prompt"
             ids = self._backend.encode(model.model_id, request.prompt or "", add_special_tokens=True)

@@ -110,8 +110,9 @@ ToolChoice = Literal["none", "auto", "required"] | ForcedTool
 
 @dataclass(frozen=True)
 class GenerationRequest:
-    """A prompt for a chat model: ``messages`` (rendered by the model's chat template) or a raw
-    ``prompt`` (encoded with the tokenizer's special tokens), never both.
+    """A prompt for a chat model: ``messages`` (rendered by the model's chat template), a raw
+    ``prompt`` (encoded with the tokenizer's special tokens) or ``prompt_ids`` (token ids, as they
+    are): exactly one of them.
 
     ``model=None`` asks for the one chat model loaded. Errors about the request name these fields:
     ``model``, ``messages`` or ``prompt`` (too long, empty), ``logit_bias`` (outside the vocabulary).
@@ -125,6 +126,7 @@ class GenerationRequest:
     params: GenerationParams = field(default_factory=GenerationParams)
     messages: tuple[ChatMessage, ...] | None = None
     prompt: str | None = None
+    prompt_ids: tuple[int, ...] | None = None
     n: int = 1
     tools: tuple[Tool, ...] = ()
     tool_choice: ToolChoice = "auto"
@@ -133,5 +135,5 @@ class GenerationRequest:
     """More inputs of the chat template, such as ``("enable_thinking", False)``."""
 
     def __post_init__(self) -> None:
-        if (self.messages is None) == (self.prompt is None):
-            raise ValueError("a GenerationRequest has either messages or a prompt")
+        if [self.messages, self.prompt, self.prompt_ids].count(None) != 2:
+            raise ValueError("a GenerationRequest has one of messages, a prompt or prompt ids")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, Field, model_serializer
 
@@ -159,7 +159,8 @@ _CANNOT = {
 class CompletionRequest(_OpenAINoOps):
     """OpenAI (legacy) text completion request, as WebLLM's ``CompletionCreateParamsBase``."""
 
-    prompt: str
+    prompt: str | Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)] | list[str] | list[list[int]]
+    """A string or token ids; OpenAI's list of prompts is taken when it holds one (use ``n`` for more)."""
     model: str | None = None
     stream: bool | None = None
     stream_options: StreamOptions | None = None
@@ -189,6 +190,13 @@ class CompletionRequest(_OpenAINoOps):
 
     def check(self) -> None:
         _check_common(self)
+        if isinstance(self.prompt, list) and self.prompt and isinstance(self.prompt[0], str | list):
+            if len(self.prompt) != 1:
+                raise InvalidInputError(f"{len(self.prompt)} prompts in one request: csi-web completes one "
+                                        "prompt per request (send several requests)", "prompt")
+            self.prompt = self.prompt[0]
+            if self.prompt == []:
+                raise InvalidInputError("the prompt is empty", "prompt")
         if self.suffix:
             raise InvalidInputError("csi-web's models cannot fill in the middle: `suffix` cannot be honored", "suffix")
         if self.best_of is not None and self.best_of != (self.n or 1):
@@ -208,7 +216,9 @@ class CompletionRequest(_OpenAINoOps):
     def to_generation_request(self) -> GenerationRequest:
         """OpenAI's legacy completions default to 16 tokens."""
         top = (self.top_logprobs or 0) if self.chat_logprobs else int(self.logprobs or 0)
-        return GenerationRequest(model=self.model, prompt=self.prompt,
+        tokens = isinstance(self.prompt, list)
+        return GenerationRequest(model=self.model, prompt=None if tokens else cast(str, self.prompt),
+                                 prompt_ids=tuple(cast(list[int], self.prompt)) if tokens else None,
                                  params=_generation_params(self, top, self.max_tokens or 16),
                                  n=self.n or 1)
 
@@ -250,7 +260,9 @@ def _generation_params(req: ChatCompletionRequest | CompletionRequest, top_logpr
 class EmbeddingRequest(Strict):
     """OpenAI embeddings request: one string or a list of strings."""
 
-    input: str | Annotated[list[str], Field(min_length=1, max_length=MAX_BATCH)]
+    input: (str | Annotated[list[str], Field(min_length=1, max_length=MAX_BATCH)]
+            | Annotated[list[int], Field(min_length=1)] | Annotated[list[list[int]], Field(min_length=1)])
+    """Text, or OpenAI's token-id forms (refused by ``check``: the embedding models take text)."""
     model: str | None = None
     encoding_format: Literal["float", "base64"] | None = None
     """``base64``: each embedding as the base64 of its little-endian float32 values."""
@@ -258,9 +270,14 @@ class EmbeddingRequest(Strict):
     """Honored when it is the model's own width; no built-in model was trained to be cut shorter."""
     user: str | None = None
 
+    def check(self) -> None:
+        if isinstance(self.input, list) and not isinstance(self.input[0], str):
+            raise InvalidInputError("token ids as embedding `input` are not supported: csi-web's embedding "
+                                    "models tokenize for themselves; send the text", "input")
+
     @property
     def texts(self) -> list[str]:
-        return [self.input] if isinstance(self.input, str) else list(self.input)
+        return [self.input] if isinstance(self.input, str) else cast(list[str], list(self.input))
 
 
 # ---- responses -------------------------------------------------------------------------------

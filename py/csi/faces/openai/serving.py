@@ -241,6 +241,13 @@ def _completion_generation(engine: Engine, request: Any,
     return req, engine.generate(req.to_generation_request(), request_id)
 
 
+def _echo(engine: Engine, req: CompletionRequest, gen: Generation) -> str:
+    """What ``echo`` puts before the completion: the prompt, as text."""
+    if not req.echo:
+        return ""
+    return req.prompt if isinstance(req.prompt, str) else engine.text_of(gen.model, gen.prompt_ids)
+
+
 async def completion_stream(
     engine: Engine, request: Any, request_id: str | None = None
 ) -> AsyncIterator[Completion]:
@@ -250,7 +257,8 @@ async def completion_stream(
     cid = "cmpl-" + secrets.token_hex(12)
     created = int(time.time())
     include_usage = bool(req.stream_options and req.stream_options.include_usage)
-    offsets = {i: len(req.prompt) if req.echo else 0 for i in range(n)}
+    echo = _echo(engine, req, gen)
+    offsets = {i: len(echo) for i in range(n)}
     echoed: set[int] = set()
     finished = _Finished()
 
@@ -261,7 +269,7 @@ async def completion_stream(
         i = event.index
         if event.delta is not None:
             d = event.delta
-            prefix = req.prompt if req.echo and i not in echoed else ""
+            prefix = echo if i not in echoed else ""
             echoed.add(i)
             lp = _completion_logprobs(req, gen, [d], offsets[i])
             offsets[i] += len(d.text)
@@ -269,7 +277,7 @@ async def completion_stream(
                                           token_ids=d.token_ids if req.return_token_ids else None)])
             continue
         finished.add(event)
-        done = chunk([CompletionChoice(index=i, text="" if i in echoed or not req.echo else req.prompt,
+        done = chunk([CompletionChoice(index=i, text="" if i in echoed else echo,
                                        finish_reason=event.stats.finish_reason,
                                        token_ids=[] if req.return_token_ids else None)])
         if i == n - 1 and not include_usage:
@@ -285,11 +293,11 @@ async def completion(engine: Engine, request: Any, request_id: str | None = None
     """The non-streaming form: the engine's stream, collected once."""
     req, gen = _completion_generation(engine, request, request_id)
     results = await gen.collect()
-    start = len(req.prompt) if req.echo else 0
+    echo = _echo(engine, req, gen)
     choices = []
     for i, r in enumerate(results):
-        logprobs = _completion_logprobs(req, gen, r.deltas, start)
-        choices.append(CompletionChoice(index=i, text=(req.prompt if req.echo else "") + r.text,
+        logprobs = _completion_logprobs(req, gen, r.deltas, len(echo))
+        choices.append(CompletionChoice(index=i, text=echo + r.text,
                                         finish_reason=r.finish_reason, logprobs=logprobs,
                                         token_ids=r.token_ids if req.return_token_ids else None))
     return Completion(id="cmpl-" + secrets.token_hex(12), created=int(time.time()), model=gen.model.model_id,
@@ -319,6 +327,7 @@ def _base64_floats(values: list[float]) -> str:
 
 async def embeddings(engine: Engine, request: Any) -> CreateEmbeddingResponse:
     req = parse_request(EmbeddingRequest, request)
+    req.check()
     model = engine.resolve_model(req.model, "embedding")
     result = await engine.embed(model, req.texts)
     if req.dimensions is not None and req.dimensions != result.dims:
