@@ -341,6 +341,18 @@ export class WebWorkerEngine {
   }
 
   /**
+   * Logit processors are JS objects with methods: they cannot cross to the worker. Register them
+   * in your worker script instead (`setLogitProcessorRegistry` of /worker/worker.js, or WebLLM's
+   * `WebWorkerMLCEngineHandler` from there), as WebLLM's web-worker engines do.
+   * @param {unknown} registry
+   */
+  setLogitProcessorRegistry(registry) {
+    throw new EngineError({ name: "NotSupportedError", param: "registry",
+      message: "logit processors run in the worker: register them in your worker script with " +
+        "setLogitProcessorRegistry from /worker/worker.js (or WebLLM's WebWorkerMLCEngineHandler)" });
+  }
+
+  /**
    * WebLLM's app config. csi-web loads a model by its built-in name or its Hub repo id, from the
    * Hub or `hubMirror`, so WebLLM's `model_list` (MLC-compiled weights and WebGPU libraries) has
    * nothing to point at: the config is kept (`getAppConfig`) and has no other effect.

@@ -14,6 +14,7 @@ import { ChatModel } from "./chat_model.js";
 import { jsonSchemaToEBNF } from "./grammar.js";
 import { Guts } from "./guts.js";
 import { HUB, SITE_ONLY, abortLoads, beginLoad } from "./hub_fetch.js";
+import { LOGIT_PROCESSORS } from "./logit_processors.js";
 import { configureRuntime } from "./runtime_env.js";
 import { Sampler } from "./sampling.js";
 
@@ -295,6 +296,7 @@ export class Bridge {
    * @returns {number}
    */
   reusePrefix(id, ids) {
+    if (!ids.length) LOGIT_PROCESSORS.get(id)?.resetState(); // the page's resetChat()
     return this.chat(id).reusePrefix(ids);
   }
 

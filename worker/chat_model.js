@@ -5,6 +5,7 @@
 
 import { Tensor } from "../vendor/transformers/transformers.js";
 import { Grammars } from "./grammar.js";
+import { LOGIT_PROCESSORS, processedLogits } from "./logit_processors.js";
 import { Sampler } from "./sampling.js";
 
 export class ChatModel {
@@ -136,9 +137,12 @@ export class ChatModel {
 
   /** @param {number[]|Int32Array} ids */
   async step(ids) {
-    const logits = await this.forward(ids);
-    if (this.sampler.constrained) return this.sampler.chooseConstrained(logits, this.sequence);
-    return this.sampler.choose(logits, this.sequence);
+    const logits = processedLogits(this.id, await this.forward(ids));
+    const choice = this.sampler.constrained
+      ? await this.sampler.chooseConstrained(logits, this.sequence)
+      : this.sampler.choose(logits, this.sequence);
+    LOGIT_PROCESSORS.get(this.id)?.processSampledToken(choice.token);
+    return choice;
   }
 
   /**

@@ -20,7 +20,7 @@ import { logprobs } from "./sampling.js";
  */
 async function modelFile(id, file, builtin) {
   if (builtin) {
-    const url = new URL(`${env.localModelPath}${id}/${file}`, self.location.href);
+    const url = new URL(`${env.localModelPath}${id}/${file}`, new URL("../", import.meta.url));
     return fetchBytes(url.href);
   }
   const url = `${env.remoteHost}${env.remotePathTemplate.replaceAll("{model}", id).replaceAll("{revision}", "main")}${file}`;

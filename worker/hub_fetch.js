@@ -5,6 +5,8 @@
 // (web/model_cache.js's deleteModelAllInfoInCache).
 
 export const HUB = "https://huggingface.co/";
+/** The site's root: what the site's own paths (`/models/...`) are relative to. */
+const SITE = new URL("../", import.meta.url);
 /** The Cache API bucket that remembers the Hub's 404s (next to transformers.js's own cache). */
 export const MISSES_CACHE = "csi-hub-misses";
 
@@ -44,6 +46,7 @@ async function missesCache() {
  * @returns {Promise<Response>}
  */
 export async function hubFetch(input, init = {}) {
+  if (typeof input === "string" && input.startsWith("/")) input = new URL(input, SITE).href; // a blob: worker has no base
   const url = String(input instanceof Request ? input.url : input);
   const remote = url.startsWith(remoteHost);
   if (remote && SITE_ONLY.has(url.slice(remoteHost.length).split("/resolve/")[0])) {

@@ -11,6 +11,18 @@ export function configureRuntime() {
   env.allowLocalModels = true;
   env.localModelPath = new URL("models/", SITE).pathname;
   env.fetch = hubFetch; // cancellable downloads, the Hub's 404s remembered for offline loads
+  if (typeof caches !== "undefined") {
+    // transformers.js's Cache API bucket, keyed by absolute URLs: its keys for the site's own
+    // models are paths, which a worker started from a blob: URL cannot resolve
+    const bucket = () => caches.open(env.cacheKey);
+    const absolute = (/** @type {RequestInfo|URL} */ key) => (typeof key === "string" ? new URL(key, SITE).href : key);
+    env.customCache = {
+      match: async (/** @type {RequestInfo|URL} */ key) => (await bucket()).match(absolute(key)),
+      put: async (/** @type {RequestInfo|URL} */ key, /** @type {Response} */ response) =>
+        (await bucket()).put(absolute(key), response),
+    };
+    env.useCustomCache = true;
+  }
   env.backends.onnx.wasm.wasmPaths = {
     mjs: new URL("vendor/ort/ort-wasm-simd-threaded.asyncify.mjs", SITE).href,
     wasm: new URL("vendor/ort/ort-wasm-simd-threaded.asyncify.wasm", SITE).href,

@@ -7,6 +7,9 @@
 import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
 import { Bridge } from "./bridge.js";
 import { Host } from "./host.js";
+import { setLogitProcessorRegistry } from "./logit_processors.js";
+
+export { setLogitProcessorRegistry };
 
 /**
  * @typedef {import("./protocol.js").PageMessage} PageMessage
@@ -85,7 +88,8 @@ function idOf(data) {
   return typeof id === "string" || Number.isSafeInteger(id) ? id : null;
 }
 
-self.onmessage = async (event) => {
+/** @param {MessageEvent} event a message from the page */
+async function onMessage(event) {
   const data = event.data;
   if (data?.type === "interrupt_buffer") {
     // the page raises KeyboardInterrupt in Python through it, to stop a skill that runs away
@@ -117,4 +121,28 @@ self.onmessage = async (event) => {
       error: { name: err?.name === "PythonError" ? "InternalError" : "WorkerError", message: String(err?.message ?? err), param: null },
     });
   }
-};
+}
+
+self.onmessage = onMessage;
+
+/**
+ * WebLLM's worker-side handler, for worker scripts written for WebLLM:
+ *
+ *   import { WebWorkerMLCEngineHandler } from "/worker/worker.js";
+ *   const handler = new WebWorkerMLCEngineHandler();
+ *   handler.setLogitProcessorRegistry(new Map([["tiny-chat", myProcessor]]));
+ *   self.onmessage = (msg) => handler.onmessage(msg);
+ *
+ * Importing this module already serves the page; the handler is there for such scripts.
+ */
+export class WebWorkerMLCEngineHandler {
+  /** @param {Map<string, import("./logit_processors.js").LogitProcessor>} registry */
+  setLogitProcessorRegistry(registry) {
+    setLogitProcessorRegistry(registry);
+  }
+
+  /** @param {MessageEvent} event */
+  onmessage(event) {
+    return onMessage(event);
+  }
+}

@@ -217,5 +217,44 @@ def test_service_worker_engine_serves_the_other_tabs(browser, site_url):
     assert not [u for u in requests if not u.startswith(("http://127.0.0.1:", "blob:", "data:"))]
 
 
+# logit-processor: its worker script, with only the import changed. The processor forces token
+# 40, 41, 42, 40, ... by how many tokens it has seen sampled, and starts over when reset.
+PROCESSOR_WORKER = """
+import * as webllm from "%s/worker/worker.js";
+class MyLogitProcessor {
+  constructor() { this.tokenSequence = []; }
+  processLogits(logits) { logits[40 + this.tokenSequence.length %% 3] = 100.0; return logits; }
+  processSampledToken(token) { this.tokenSequence.push(token); }
+  resetState() { this.tokenSequence = []; }
+}
+const logitProcessorRegistry = new Map();
+logitProcessorRegistry.set("tiny-chat", new MyLogitProcessor());
+const handler = new webllm.WebWorkerMLCEngineHandler();
+handler.setLogitProcessorRegistry(logitProcessorRegistry);
+self.onmessage = (msg) => { handler.onmessage(msg); };
+"""
+
+
+def test_logit_processor(example_page, site_url):
+    out = example_page.ok(
+        """const src = new Blob([arg], {type: 'text/javascript'});
+           const worker = new Worker(URL.createObjectURL(src), {type: 'module'});
+           const engine2 = await webllm.CreateWebWorkerMLCEngine(worker, 'tiny-chat');
+           const prompt = [1, 2, 3];
+           const first = [await engine2.forwardTokensAndSample(prompt, true)];
+           first.push(await engine2.forwardTokensAndSample([first[0]], false));
+           const r = await engine2.chat.completions.create({messages: [{role: 'user', content: 'Hi'}],
+             max_tokens: 4, temperature: 1, seed: 1, ignore_eos: true, return_token_ids: true});
+           await engine2.resetChat();
+           const again = await engine2.forwardTokensAndSample(prompt, true);
+           const onPage = (() => { try { engine2.setLogitProcessorRegistry(new Map()); }
+                                   catch (e) { return [e.name, e.param]; } })();
+           engine2.terminate();
+           return {first, chat: r.choices[0].token_ids, again, onPage};""",
+        PROCESSOR_WORKER % site_url.rstrip("/"))
+    assert out["first"] == [40, 41] and out["chat"] == [42, 40, 41, 42] and out["again"] == 40
+    assert out["onPage"] == ["NotSupportedError", "registry"]
+
+
 def test_no_request_left_127_0_0_1(example_page):
     assert example_page.requests and not example_page.foreign_requests()
