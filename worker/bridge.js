@@ -7,7 +7,9 @@ import {
   AutoModelForCausalLM,
   AutoTokenizer,
   ModelRegistry,
+  Tensor,
   env,
+  mean_pooling,
   pipeline,
 } from "../vendor/transformers/transformers.js";
 import { ChatModel } from "./chat_model.js";
@@ -60,6 +62,25 @@ class EmbeddingModel {
     for (const m of tok.attention_mask.data) tokens += Number(m);
     const out = await this.extractor(texts, { pooling: "mean", normalize: true });
     return { data: out.data, dims: out.dims, tokens };
+  }
+
+  /**
+   * Embed token ids as they are (no special tokens added): padded into one batch, mean-pooled
+   * over each row's own tokens, normalized, as `embed` does for text.
+   * @param {number[][]} rows
+   */
+  async embedIds(rows) {
+    const width = Math.max(...rows.map((r) => r.length));
+    const ids = new BigInt64Array(rows.length * width);
+    const mask = new BigInt64Array(rows.length * width);
+    rows.forEach((r, i) => r.forEach((t, j) => {
+      ids[i * width + j] = BigInt(t);
+      mask[i * width + j] = 1n;
+    }));
+    const attention_mask = new Tensor("int64", mask, [rows.length, width]);
+    const out = await this.extractor.model({ input_ids: new Tensor("int64", ids, [rows.length, width]), attention_mask });
+    const pooled = mean_pooling(out.last_hidden_state ?? out.logits, attention_mask).normalize(2, -1);
+    return { data: pooled.data, dims: pooled.dims, tokens: rows.reduce((n, r) => n + r.length, 0) };
   }
 }
 
@@ -393,6 +414,13 @@ export class Bridge {
     const m = this.models.get(id);
     if (!(m instanceof EmbeddingModel)) throw new Error(`${id} is not a loaded embedding model`);
     return m.embed(JSON.parse(textsJson));
+  }
+
+  /** @param {string} id @param {string} idsJson token id lists */
+  async embedIds(id, idsJson) {
+    const m = this.models.get(id);
+    if (!(m instanceof EmbeddingModel)) throw new Error(`${id} is not a loaded embedding model`);
+    return m.embedIds(JSON.parse(idsJson));
   }
 }
 

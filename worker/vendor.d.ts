@@ -8,6 +8,7 @@ declare module "*/vendor/transformers/transformers.js" {
   export const AutoTokenizer: any;
   export const ModelRegistry: any;
   export const Tensor: any;
+  export const mean_pooling: any;
   export const pipeline: any;
 }
 

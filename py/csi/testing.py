@@ -91,3 +91,6 @@ class ScriptedBackend:
 
     async def embed(self, model_id: str, texts: list[str]) -> Embeddings:
         return Embeddings([[1.0, 0.0] for _ in texts], sum(len(t) for t in texts), 2)
+
+    async def embed_ids(self, model_id: str, ids: list[list[int]]) -> Embeddings:
+        return Embeddings([[1.0, 0.0] for _ in ids], sum(len(r) for r in ids), 2)

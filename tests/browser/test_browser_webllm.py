@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.support.browser import EnginePage, tracked_context
-from tests.support.reference import hf_prompt_ids, sentence_transformer
+from tests.support.reference import hf_greedy_ids, hf_prompt_ids, reference_token_embeddings, sentence_transformer
 
 pytestmark = pytest.mark.browser
 
@@ -92,6 +92,19 @@ def test_completion_and_embedding_are_the_namespaced_calls(webllm_page):
            const f = await engine.embeddings.create({input: ['A red fox.'], model: 'all-minilm-l6-v2'});
            return {a: a.choices[0].text, b: b.choices[0].text, e: e.data[0].embedding, f: f.data[0].embedding};""")
     assert out["a"] == out["b"] and out["e"] == out["f"]
+
+
+def test_token_ids_as_a_prompt_and_as_embedding_input(webllm_page):
+    ids = hf_prompt_ids(USER)
+    rows = [[101, 1037, 2417, 4419, 1012, 102], [7592]]
+    out = webllm_page.ok(
+        """const c = await engine.completions.create({prompt: arg.ids, max_tokens: 6, temperature: 0,
+                                                      ignore_eos: true, return_token_ids: true});
+           const e = await engine.embeddings.create({input: arg.rows, model: 'all-minilm-l6-v2'});
+           return {prompt: c.prompt_token_ids, ids: c.choices[0].token_ids, e: e.data.map((d) => d.embedding)};""",
+        {"ids": ids, "rows": rows})
+    assert out["prompt"] == ids and out["ids"][:len(greedy := hf_greedy_ids(USER, 6))] == greedy
+    assert np.abs(np.array(out["e"]) - reference_token_embeddings(rows)).max() < 1e-4
 
 
 def test_init_progress_callback_can_be_set_and_read(webllm_page):

@@ -17,7 +17,7 @@ from csi.errors import InvalidInputError
 from csi.faces.openai.serving import chat_completion, completion, embeddings
 from tests.support.aio import run_async
 from tests.support.paths import MODELS
-from tests.support.reference import hf_chat, hf_prompt_ids, sentence_transformer
+from tests.support.reference import hf_chat, hf_prompt_ids, reference_token_embeddings, sentence_transformer
 
 USER = [{"role": "user", "content": "Name a colour."}]
 GREEDY = {"temperature": 0, "max_tokens": 8, "return_token_ids": True}
@@ -135,10 +135,26 @@ def test_bad_token_prompts_are_refused_naming_the_prompt(engine, prompt, message
     assert err.param.startswith("prompt") and message in str(err)
 
 
-def test_token_id_embedding_input_is_refused_naming_it(engine):
-    for tokens in ([1, 2, 3], [[1, 2], [3]]):
-        err = refused(engine, embeddings, {"input": tokens})
-        assert err.param == "input" and "send the text" in str(err)
+def test_token_id_embedding_input_is_embedded_as_given(engine):
+    st = sentence_transformer()
+    fox = st.tokenizer("A red fox.")["input_ids"]  # with [CLS] and [SEP]: the text's own embedding
+    rows = [fox, [2054, 2003, 1037], [7592]]
+    batch = run_async(embeddings(engine, {"input": rows})).model_dump()
+    single = run_async(embeddings(engine, {"input": rows[1]})).model_dump()
+    got = np.array([d["embedding"] for d in batch["data"]])
+    assert np.abs(got - reference_token_embeddings(rows)).max() < 1e-4
+    assert np.abs(got[0] - st.encode(["A red fox."], normalize_embeddings=True)[0]).max() < 1e-4
+    assert single["data"][0]["embedding"] == pytest.approx(batch["data"][1]["embedding"], abs=1e-5)
+    assert batch["usage"]["prompt_tokens"] == sum(map(len, rows))
+
+
+@pytest.mark.parametrize(("tokens", "message"), [
+    ([1, 10**6], "outside the vocabulary"), ([[1], []], "empty"), ([[-3]], "outside"), ([0] * 600, "at most"),
+])
+def test_bad_token_id_embedding_input_is_refused_naming_it(engine, tokens, message):
+    with pytest.raises(Exception) as err:
+        run_async(embeddings(engine, {"input": tokens}))
+    assert getattr(err.value, "param", None) == "input" and message in str(err.value)
 
 
 def test_base64_embeddings_are_the_float32_values_little_endian(engine):

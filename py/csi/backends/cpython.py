@@ -442,8 +442,21 @@ class CPythonBackend:
         m = self._models[model_id]
         assert isinstance(m, _Embedder), f"{model_id} is not an embedding model"
         enc = m.tokenizer.encode_batch(texts)
-        ids = np.asarray([e.ids for e in enc], dtype=np.int64)
-        mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
+        return self._pooled(m, np.asarray([e.ids for e in enc], dtype=np.int64),
+                            np.asarray([e.attention_mask for e in enc], dtype=np.int64))
+
+    async def embed_ids(self, model_id: str, ids: list[list[int]]) -> Embeddings:
+        m = self._models[model_id]
+        assert isinstance(m, _Embedder), f"{model_id} is not an embedding model"
+        width = max(len(r) for r in ids)
+        batch = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for i, row in enumerate(ids):
+            batch[i, :len(row)], mask[i, :len(row)] = row, 1
+        return self._pooled(m, batch, mask)
+
+    @staticmethod
+    def _pooled(m: _Embedder, ids: Any, mask: Any) -> Embeddings:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in {i.name for i in m.session.get_inputs()}:
             feeds["token_type_ids"] = np.zeros_like(ids)

@@ -256,8 +256,14 @@ class PyodideBackend:
                           [(int(i), float(lg), float(p)) for i, lg, p in loads(out.top)])
 
     async def embed(self, model_id: str, texts: list[str]) -> Embeddings:
+        return await self._embeddings(self._bridge.embed, model_id, texts)
+
+    async def embed_ids(self, model_id: str, ids: list[list[int]]) -> Embeddings:
+        return await self._embeddings(self._bridge.embedIds, model_id, ids)
+
+    async def _embeddings(self, method: Any, model_id: str, inputs: list[Any]) -> Embeddings:
         try:
-            out = await self._bridge.embed(model_id, dumps(texts))
+            out = await method(model_id, dumps(inputs))
         except JsException as exc:
             raise InternalError(f"embedding failed: {exc.message}") from None
         rows, dims = (int(d) for d in out.dims)

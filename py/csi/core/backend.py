@@ -129,6 +129,10 @@ class Backend(Protocol):
 
     async def embed(self, model_id: str, texts: list[str]) -> Embeddings: ...
 
+    async def embed_ids(self, model_id: str, ids: list[list[int]]) -> Embeddings:
+        """Embed token ids as they are (no special tokens added), pooled and normalized as ``embed``."""
+        ...
+
     async def guts(self, model_id: str, ids: list[int], *, fft: bool, keep: int, top_k: int) -> GutsArrays:
         """Run ``ids`` (no cache) through a session of the model that also outputs the tensors
         ``csi.core.guts.find_tensors`` names (made on first use, freed with the model). Each vector:

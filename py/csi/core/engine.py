@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from ..errors import ContextWindowExceededError, InvalidInputError, ModelLoadError, ModelNotSupportedError
 from .backend import Backend, Embeddings, ModelInfo, ProgressFn, StepResult
@@ -290,10 +291,26 @@ class Engine:
 
     # ---- embeddings ----------------------------------------------------------------------------
 
-    async def embed(self, model: ModelInfo, texts: list[str]) -> Embeddings:
-        """Sentence embeddings from a loaded embedding model, in turn with the model's other requests."""
+    async def embed(self, model: ModelInfo, texts: list[str] | list[list[int]]) -> Embeddings:
+        """Sentence embeddings from a loaded embedding model, in turn with the model's other requests:
+        of texts, or of token id lists taken as they are (param ``input``: ids outside the
+        vocabulary, a list longer than the model's context)."""
+        if texts and not isinstance(texts[0], str):
+            rows = texts
+            for row in rows:
+                if not row:
+                    raise InvalidInputError("an empty token list cannot be embedded", "input")
+                if len(row) > model.context_length:
+                    raise ContextWindowExceededError(f"{len(row)} tokens; {model.model_id!r} reads at most "
+                                                     f"{model.context_length}", "input")
+                outside = next((t for t in row if not 0 <= t < model.vocab_size), None)
+                if outside is not None:
+                    raise InvalidInputError(f"token {outside} is outside the vocabulary of {model.model_id!r} "
+                                            f"(0 to {model.vocab_size - 1})", "input")
+            async with self._locks[model.model_id]:
+                return await self._backend.embed_ids(model.model_id, rows)
         async with self._locks[model.model_id]:
-            return await self._backend.embed(model.model_id, texts)
+            return await self._backend.embed(model.model_id, cast(list[str], texts))
 
     # ---- the one generation path ---------------------------------------------------------------
 

@@ -261,8 +261,9 @@ class EmbeddingRequest(Strict):
     """OpenAI embeddings request: one string or a list of strings."""
 
     input: (str | Annotated[list[str], Field(min_length=1, max_length=MAX_BATCH)]
-            | Annotated[list[int], Field(min_length=1)] | Annotated[list[list[int]], Field(min_length=1)])
-    """Text, or OpenAI's token-id forms (refused by ``check``: the embedding models take text)."""
+            | Annotated[list[int], Field(min_length=1)]
+            | Annotated[list[list[int]], Field(min_length=1, max_length=MAX_BATCH)])
+    """Text, or token ids (one list, or one per input), embedded as they are: no special tokens added."""
     model: str | None = None
     encoding_format: Literal["float", "base64"] | None = None
     """``base64``: each embedding as the base64 of its little-endian float32 values."""
@@ -270,14 +271,14 @@ class EmbeddingRequest(Strict):
     """Honored when it is the model's own width; no built-in model was trained to be cut shorter."""
     user: str | None = None
 
-    def check(self) -> None:
-        if isinstance(self.input, list) and not isinstance(self.input[0], str):
-            raise InvalidInputError("token ids as embedding `input` are not supported: csi-web's embedding "
-                                    "models tokenize for themselves; send the text", "input")
-
     @property
-    def texts(self) -> list[str]:
-        return [self.input] if isinstance(self.input, str) else cast(list[str], list(self.input))
+    def texts(self) -> list[str] | list[list[int]]:
+        """The inputs: texts, or token id lists."""
+        if isinstance(self.input, str):
+            return [self.input]
+        if isinstance(self.input[0], int):
+            return [self.input]
+        return cast(list[str] | list[list[int]], list(self.input))
 
 
 # ---- responses -------------------------------------------------------------------------------

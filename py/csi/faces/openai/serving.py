@@ -327,7 +327,6 @@ def _base64_floats(values: list[float]) -> str:
 
 async def embeddings(engine: Engine, request: Any) -> CreateEmbeddingResponse:
     req = parse_request(EmbeddingRequest, request)
-    req.check()
     model = engine.resolve_model(req.model, "embedding")
     result = await engine.embed(model, req.texts)
     if req.dimensions is not None and req.dimensions != result.dims:
