@@ -330,13 +330,14 @@ export class WebWorkerEngine {
       throw new EngineError({ name: "InvalidInputError", param: "inputIds",
         message: "`inputIds` must be a non-empty array of token ids (integers from 0)" });
     }
-    const model = modelId ?? this.modelIds[0];
-    const tokens = [...(isPrefill ? [] : this.forwardFed.get(model) ?? []), ...inputIds];
+    const key = modelId ?? "";
+    const tokens = [...(isPrefill ? [] : this.forwardFed.get(key) ?? []), ...inputIds];
     /** @type {any} */
     const r = await this.completions.create({
-      model, prompt: tokens, max_tokens: 1, ignore_eos: true, return_token_ids: true,
+      ...(modelId === undefined ? {} : { model: modelId }),
+      prompt: tokens, max_tokens: 1, ignore_eos: true, return_token_ids: true,
     });
-    this.forwardFed.set(model, tokens);
+    this.forwardFed.set(key, tokens);
     return r.choices[0].token_ids[0];
   }
 
@@ -565,6 +566,7 @@ export class WebWorkerEngine {
    */
   resetChat(keepStats = false, model) {
     this.chatStates.reset(!!keepStats, model);
+    this.forwardFed.clear();
     return this.send("reset_chat");
   }
 
@@ -576,6 +578,7 @@ export class WebWorkerEngine {
    */
   async reload(modelIds, chatOpts) {
     const ids = Array.isArray(modelIds) ? modelIds : [modelIds];
+    this.forwardFed.clear();
     const refused = this.chatStates.setOptions(ids, chatOpts);
     if (refused) throw new EngineError({ name: "InvalidInputError", ...refused });
     const started = performance.now();
@@ -627,6 +630,7 @@ export class WebWorkerEngine {
 
   unload() {
     this.modelIds = [];
+    this.forwardFed.clear();
     return this.send("unload");
   }
 }
@@ -688,8 +692,13 @@ export async function CreateMLCEngine(modelIds, config = {}, chatOpts = undefine
  */
 export async function CreateServiceWorkerMLCEngine(modelIds, config = {}, chatOpts = undefined, keepAliveMs = 10_000) {
   const engine = await CreateMLCEngine(modelIds, config, chatOpts);
-  const { serveV1 } = await import("./v1_host.js");
-  await serveV1(engine);
+  try {
+    const { serveV1 } = await import("./v1_host.js");
+    await serveV1(engine);
+  } catch (err) {
+    engine.terminate();
+    throw new EngineError({ name: "ServiceWorkerError", message: `the site's service worker could not serve the engine: ${err?.message ?? err}` });
+  }
   return engine;
 }
 

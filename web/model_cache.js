@@ -14,16 +14,30 @@ export const MISSES_CACHE = "csi-hub-misses";
 const WEIGHTS = /\.onnx(_data(_\d+)?)?$/;
 
 /**
- * The model id and file of a cached URL, or null for other entries.
+ * The model id and file of a cached URL, or null for other entries. `repo` is the URL's path up to
+ * the file (a mirror may put a prefix before the id); `model` is its last two segments (one for
+ * ids such as `gpt2`).
  * @param {string} url
- * @returns {{model: string, file: string}|null}
+ * @returns {{model: string, repo: string, file: string}|null}
  */
 export function cachedFileOf(url) {
   const path = decodeURIComponent(new URL(url, location.href).pathname);
-  const hub = /\/([^/]+\/[^/]+)\/resolve\/[^/]+\/(.+)$/.exec(path);
-  if (hub) return { model: hub[1], file: hub[2] };
+  const hub = /^(.*)\/resolve\/[^/]+\/(.+)$/.exec(path);
+  if (hub) {
+    const segments = hub[1].split("/").filter(Boolean);
+    return { model: segments.slice(-2).join("/"), repo: hub[1], file: hub[2] };
+  }
   const builtin = /\/models\/([^/]+)\/(.+)$/.exec(path);
-  return builtin ? { model: builtin[1], file: builtin[2] } : null;
+  return builtin ? { model: builtin[1], repo: `/models/${builtin[1]}`, file: builtin[2] } : null;
+}
+
+/**
+ * Whether a cached URL's repo path holds `modelId`: `/models/<id>` (built in), `/<id>` (the Hub),
+ * or, for `org/name` ids, a mirror's path ending in `/org/name`.
+ * @param {string} repo @param {string} modelId
+ */
+function isRepoOf(repo, modelId) {
+  return repo === `/${modelId}` || repo === `/models/${modelId}` || (modelId.includes("/") && repo.endsWith(`/${modelId}`));
 }
 
 /** @param {string} name @returns {Promise<Cache|null>} */
@@ -41,7 +55,7 @@ async function entries(name, modelId) {
   const found = [];
   for (const request of await cache.keys()) {
     const at = cachedFileOf(request.url);
-    if (at && (modelId === null || at.model === modelId)) found.push({ request, ...at });
+    if (at && (modelId === null || isRepoOf(at.repo, modelId))) found.push({ request, ...at });
   }
   return { cache, found };
 }

@@ -14,6 +14,7 @@ const STATUS = {
   NotFoundError: [404, "invalid_request_error"],
   ModelLoadError: [503, "server_error"],
   WorkerCrashedError: [503, "server_error"],
+  NotSupportedError: [400, "invalid_request_error"],
 };
 
 /** Error codes OpenAI uses, where one fits. */

@@ -89,6 +89,8 @@ export class Bridge {
   constructor() {
     /** @type {Map<string, ChatModel|EmbeddingModel>} */
     this.models = new Map();
+    /** @type {Map<string, number>} loads begun per model id: only the latest may keep its model */
+    this.loadSeq = new Map();
     /** @type {Map<string, any>} tokenizers loaded for chunking alone (no weights) */
     this.tokenizers = new Map();
     this.lastYield = 0;
@@ -140,12 +142,19 @@ export class Bridge {
    * @param {string|null} hub the base URL of a Hub mirror (null: the Hub)
    */
   async loadModel(id, device, onProgress, dtype = null, hub = null) {
-    const load = beginLoad(hub ?? HUB);
+    if (BUILTIN_MODELS.includes(id)) {
+      // from the site: quick, not cancellable, and no business with the Hub (a Hub load may be running)
+      return this.#loadModel(id, device, onProgress, dtype, new AbortController().signal);
+    }
     env.remoteHost = hub ?? HUB;
+    const load = beginLoad(hub ?? HUB);
+    let ok = false;
     try {
-      return await this.#loadModel(id, device, onProgress, dtype, load.signal);
+      const info = await this.#loadModel(id, device, onProgress, dtype, load.signal);
+      ok = true;
+      return info;
     } finally {
-      load.done();
+      await load.done(ok);
     }
   }
 
@@ -177,7 +186,13 @@ export class Bridge {
     const chosen = dtype ?? (BUILTIN_MODELS.includes(id) ? "fp32" : null);
     if (chosen) options.dtype = chosen;
     const config = await AutoConfig.from_pretrained(id, { progress_callback });
-    await this.#reportPlan(id, config, options, onProgress);
+    signal.throwIfAborted();
+    await this.#reportPlan(id, config, options, onProgress, signal);
+    signal.throwIfAborted();
+    const seq = (this.loadSeq.get(id) ?? 0) + 1;
+    this.loadSeq.set(id, seq);
+    /** A later load of the same id, or a cancel, makes this one give up its model. */
+    const superseded = () => signal.aborted || this.loadSeq.get(id) !== seq;
     const arch = (config.architectures ?? []).join(",");
     let info;
     if (CAUSAL_ARCH.test(arch) || (!arch && config.is_decoder)) {
@@ -185,6 +200,10 @@ export class Bridge {
         AutoTokenizer.from_pretrained(id, { progress_callback }),
         AutoModelForCausalLM.from_pretrained(id, options),
       ]);
+      if (superseded()) {
+        await model.dispose?.();
+        throw signal.reason ?? new Error(`a later load of ${id} replaced this one`);
+      }
       const m = new ChatModel(id, tokenizer, model, config);
       m.guts = new Guts(m, [...onnxFiles], BUILTIN_MODELS.includes(id));
       this.models.set(id, m);
@@ -200,6 +219,10 @@ export class Bridge {
       };
     } else {
       const extractor = await pipeline("feature-extraction", id, options);
+      if (superseded()) {
+        await extractor.dispose?.();
+        throw signal.reason ?? new Error(`a later load of ${id} replaced this one`);
+      }
       this.models.set(id, new EmbeddingModel(id, extractor));
       info = {
         kind: "embedding",
@@ -207,10 +230,6 @@ export class Bridge {
         eos_token_ids: [],
         vocab_size: config.vocab_size ?? 0,
       };
-    }
-    if (signal.aborted) {
-      await this.unloadModel(id);
-      throw signal.reason;
     }
     onProgress({ stage: "ready", file: null, loaded: 1, total: 1, model: id });
     return JSON.stringify({ ...info, device });
@@ -220,9 +239,9 @@ export class Bridge {
    * Report every file the load will read, with its size (stage `plan`), so the page's progress
    * is a fraction of all the bytes from the start. Best effort: without it, progress still comes.
    * @param {string} id @param {any} config @param {{device: string, dtype?: string}} options
-   * @param {(p: Progress) => void} onProgress
+   * @param {(p: Progress) => void} onProgress @param {AbortSignal} signal
    */
-  async #reportPlan(id, config, options, onProgress) {
+  async #reportPlan(id, config, options, onProgress, signal) {
     try {
       const files = await ModelRegistry.get_files(id, { config, device: options.device, dtype: options.dtype,
                                                         include_processor: false });
@@ -235,6 +254,7 @@ export class Bridge {
       const total = Object.values(planned).reduce((a, b) => a + b, 0);
       onProgress({ stage: "plan", file: null, loaded: 0, total, model: id, files: planned });
     } catch (err) {
+      if (signal.aborted) throw signal.reason;
       console.warn(`no download plan for ${id}:`, err);
     }
   }
@@ -317,8 +337,12 @@ export class Bridge {
    * @returns {number}
    */
   reusePrefix(id, ids) {
-    if (!ids.length) LOGIT_PROCESSORS.get(id)?.resetState(); // the page's resetChat()
-    return this.chat(id).reusePrefix(ids);
+    const model = this.chat(id);
+    const cached = model.sequence.length;
+    const kept = model.reusePrefix(ids);
+    // as WebLLM: a prompt that does not continue the cached conversation (or resetChat) starts over
+    if (kept < cached || !ids.length) LOGIT_PROCESSORS.get(id)?.resetState();
+    return kept;
   }
 
   /** A JSON Schema as compact EBNF (for structural tags). @param {string} schemaJson */

@@ -1,7 +1,8 @@
 // The fetch transformers.js downloads models with: stopped by `abortLoads()` (an unload or a new
 // load while files are coming), and with the Hub's "no such file" answers remembered, so a model
 // whose optional files (preprocessor_config.json, ...) do not exist loads again with no network.
-// A remembered 404 is answered from memory until the model's cache is deleted
+// The 404s of a load are remembered once it succeeds (a required file that is missing fails the
+// load, so it is never remembered), and answered from memory until the model's cache is deleted
 // (web/model_cache.js's deleteModelAllInfoInCache).
 
 export const HUB = "https://huggingface.co/";
@@ -13,20 +14,34 @@ export const MISSES_CACHE = "csi-hub-misses";
 /** Models served by the site alone: what they lack locally is missing, never asked of the Hub. */
 export const SITE_ONLY = new Set();
 
-/** @type {Set<AbortController>} the loads under way */
+/** @type {Set<AbortController>} the downloading loads under way */
 const loads = new Set();
 /** @type {string} the base URL remote files come from: the Hub or a mirror */
 let remoteHost = HUB;
+/** @type {Set<string>} URLs the Hub answered 404 for during the loads under way */
+const misses = new Set();
 
 /**
- * Start a load: until `done()`, every download belongs to it, and `abortLoads()` stops them.
+ * Start a load of a model from the Hub (or a mirror): until `done()`, its downloads belong to it,
+ * and `abortLoads()` stops them. Loads of the site's own models are not cancellable this way.
  * @param {string} host the Hub's base URL or a mirror's
  */
 export function beginLoad(host) {
   remoteHost = host;
   const controller = new AbortController();
   loads.add(controller);
-  return { signal: controller.signal, done: () => loads.delete(controller) };
+  return {
+    signal: controller.signal,
+    /** @param {boolean} ok whether the load succeeded: then its 404s are remembered */
+    done: async (ok) => {
+      loads.delete(controller);
+      if (ok && misses.size) {
+        const cache = await missesCache();
+        for (const url of misses) await cache?.put(url, new Response(null, { status: 200, statusText: "remembered 404" }));
+      }
+      if (!loads.size) misses.clear();
+    },
+  };
 }
 
 /** Stop every download of the loads under way; their loads fail. */
@@ -57,9 +72,7 @@ export async function hubFetch(input, init = {}) {
   if (remote && (await (await missesCache())?.match(url))) return new Response(null, { status: 404 });
   try {
     const response = await fetch(input, { ...init, signal });
-    if (remote && response.status === 404 && (init.method ?? "GET") === "GET") {
-      await (await missesCache())?.put(url, new Response(null, { status: 200, statusText: "remembered 404" }));
-    }
+    if (remote && response.status === 404 && (init.method ?? "GET") === "GET") misses.add(url);
     return response;
   } catch (err) {
     throw signal?.aborted ? signal.reason : err;

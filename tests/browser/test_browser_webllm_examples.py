@@ -1,8 +1,6 @@
 """WebLLM's examples (github.com/mlc-ai/web-llm, examples/), their engine calls ported with only the
 import (`/web/engine.js`) and the model id changed, in Chromium. Each test checks what the
-example shows against a reference where one exists (HF transformers, sentence-transformers).
-
-Not ported: logit-processor (csi-web has no logit processors yet)."""
+example shows against a reference where one exists (HF transformers, sentence-transformers)."""
 
 from __future__ import annotations
 
@@ -218,7 +216,8 @@ def test_service_worker_engine_serves_the_other_tabs(browser, site_url):
 
 
 # logit-processor: its worker script, with only the import changed. The processor forces token
-# 40, 41, 42, 40, ... by how many tokens it has seen sampled, and starts over when reset.
+# 40, 41, 42, 40, ... by how many tokens it has seen sampled, and starts over when reset: by
+# resetChat(), and (as in WebLLM) by a prompt that does not continue the cached conversation.
 PROCESSOR_WORKER = """
 import * as webllm from "%s/worker/worker.js";
 class MyLogitProcessor {
@@ -252,7 +251,7 @@ def test_logit_processor(example_page, site_url):
            engine2.terminate();
            return {first, chat: r.choices[0].token_ids, again, onPage};""",
         PROCESSOR_WORKER % site_url.rstrip("/"))
-    assert out["first"] == [40, 41] and out["chat"] == [42, 40, 41, 42] and out["again"] == 40
+    assert out["first"] == [40, 41] and out["chat"] == [40, 41, 42, 40] and out["again"] == 40
     assert out["onPage"] == ["NotSupportedError", "registry"]
 
 
