@@ -94,7 +94,7 @@ def build_hub_models() -> dict[str, Path]:
     from . import tiny_qwen2
 
     here = Path(__file__).parent
-    sources = [here / "tiny_qwen2.py", here / "onnx_decoder.py"]
+    sources = [here / "tiny_qwen2.py", here / "tiny_gpt2.py", here / "onnx_decoder.py"]
     return {tiny_qwen2.REPO_ID: cached_build("hub-tiny-qwen2", sources, tiny_qwen2.build)}
 
 

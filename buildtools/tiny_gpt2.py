@@ -31,23 +31,25 @@ EOS = "<|endoftext|>"
 CORPUS_MODULES = ("textwrap", "string", "json.decoder", "json.encoder", "argparse", "pathlib")
 
 
-def _corpus() -> list[str]:
+def train_byte_level_bpe(modules: tuple[str, ...], vocab_size: int, specials: tuple[str, ...]) -> Tokenizer:
+    """Byte-level BPE (GPT-2's recipe) trained on the sources of these standard-library modules, read
+    from this interpreter, with ``specials`` as the first ids."""
     import importlib
     import inspect
 
-    return [inspect.getsource(importlib.import_module(m)) for m in CORPUS_MODULES]
-
-
-def train_tokenizer() -> Tokenizer:
-    """GPT-2's tokenizer recipe: byte-level BPE, ``<|endoftext|>`` as id 0, no tokens added."""
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=[AddedToken(EOS, special=True)],
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[AddedToken(t, special=True) for t in specials],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tokenizer.train_from_iterator(_corpus(), trainer)
+    tokenizer.train_from_iterator([inspect.getsource(importlib.import_module(m)) for m in modules], trainer)
     return tokenizer
+
+
+def train_tokenizer() -> Tokenizer:
+    """GPT-2's tokenizer: ``<|endoftext|>`` as id 0, no tokens added."""
+    return train_byte_level_bpe(CORPUS_MODULES, VOCAB_SIZE, (EOS,))
 
 
 def write_tokenizer_files(tokenizer: Tokenizer, folder: Path) -> None:

@@ -18,11 +18,12 @@ import sys
 from pathlib import Path
 
 import torch
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import Tokenizer
 from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
 from .atomic_dir import replacing
 from .onnx_decoder import CacheShape, export_decoder, verify_decoder
+from .tiny_gpt2 import train_byte_level_bpe
 
 REPO_ID = "csi-test/tiny-qwen2"
 SEED = 2718
@@ -40,24 +41,9 @@ CHAT_TEMPLATE = (
 )
 
 
-def _corpus() -> list[str]:
-    import importlib
-    import inspect
-
-    return [inspect.getsource(importlib.import_module(m)) for m in CORPUS_MODULES]
-
-
 def train_tokenizer() -> Tokenizer:
     """Byte-level BPE with Qwen2's three special tokens first."""
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE,
-                                  special_tokens=[AddedToken(t, special=True) for t in SPECIALS],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tokenizer.train_from_iterator(_corpus(), trainer)
-    return tokenizer
+    return train_byte_level_bpe(CORPUS_MODULES, VOCAB_SIZE, SPECIALS)
 
 
 def write_tokenizer_files(tokenizer: Tokenizer, folder: Path) -> None:
