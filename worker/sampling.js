@@ -57,6 +57,211 @@ export function argmax(logits) {
   return best;
 }
 
+// Selection instead of sorting. The order that decides is weight descending, then lower id. A
+// small set is sorted and walked exactly as a full sort would (the same sums in the same order).
+// The whole vocabulary is not sorted: one pass weighs every token and histograms the weights into
+// buckets of logit ranges (a bucket holds a contiguous stretch of the order), the bucket where the
+// top-p mass or the draw lands is found on the histogram, and only that bucket's tokens are sorted.
+// A step costs a few passes over typed arrays whatever the distribution's shape.
+
+/** Sets at most this large are sorted and walked in order. */
+const SORTED_WALK = 512;
+/** Buckets of the histogram over the logit range. */
+const BUCKETS = 4096;
+
+/**
+ * @typedef {{w: Float64Array, idx: Int32Array, bucket: Uint16Array, mass: Float64Array,
+ *            count: Int32Array, f32: Float32Array}} Scratch
+ */
+/** @type {Scratch|null} reused across steps (a step is synchronous) */
+let scratch = null;
+
+/** @param {number} n @returns {Scratch} */
+function scratchFor(n) {
+  if (!scratch || scratch.w.length < n) {
+    scratch = {
+      w: new Float64Array(n), idx: new Int32Array(n), bucket: new Uint16Array(n),
+      mass: new Float64Array(BUCKETS + 1), count: new Int32Array(BUCKETS + 1), f32: new Float32Array(n),
+    };
+  }
+  return scratch;
+}
+
+/**
+ * Sort idx[lo, hi) by key descending, then by lower id.
+ * @param {Float32Array|Float64Array} key @param {Int32Array} idx @param {number} lo @param {number} hi
+ */
+function sortByKey(key, idx, lo, hi) {
+  idx.subarray(lo, hi).sort((a, b) => key[b] - key[a] || a - b);
+}
+
+/**
+ * The kept set: in order in idx[0, count) when `sorted`; else every token whose bucket is below
+ * `cut` and, of bucket `cut`, the first `cutTaken` of idx[cutStart, ...) (that bucket's tokens, in
+ * order). `mass` is the set's weight.
+ * @typedef {{w: Float64Array, idx: Int32Array, sorted: boolean, count: number, mass: number,
+ *            lse: number, n: number, cut: number, cutStart: number, cutTaken: number}} Kept
+ */
+
+/**
+ * Gather bucket `b`'s tokens (ids ascending) at idx[start, ...) and put them in order.
+ * @param {Scratch} sc @param {number} n @param {number} b @param {number} start @returns {number} how many
+ */
+function gatherBucket(sc, n, b, start) {
+  const { bucket, idx, w } = sc;
+  let m = start;
+  for (let i = 0; i < n; i++) if (bucket[i] === b) idx[m++] = i;
+  // gathered by id: only distinct weights need a sort (ties stay by id)
+  let distinct = false;
+  for (let j = start + 1; j < m && !distinct; j++) distinct = w[idx[j]] !== w[idx[start]];
+  if (distinct) sortByKey(w, idx, start, m);
+  return m - start;
+}
+
+/**
+ * Where the running mass, over the histogram's buckets below `limit` (and `partial` as the mass of
+ * bucket `limit`), first reaches `target`: [bucket, mass before it], or [-1, total] if never.
+ * @param {Scratch} sc @param {number} limit @param {number} partial @param {number} target
+ * @param {boolean} strict
+ * @returns {[number, number]}
+ */
+function scanBuckets(sc, limit, partial, target, strict) {
+  const { mass } = sc;
+  let acc = 0;
+  for (let b = 0; b <= limit && b < BUCKETS; b++) {
+    const m = b === limit ? partial : mass[b];
+    const next = acc + m;
+    if (m > 0 && (strict ? next > target : next >= target)) return [b, acc];
+    acc = next;
+  }
+  return [-1, acc];
+}
+
+/**
+ * The tokens kept by temperature, top-k and top-p, and their weights.
+ * @param {Float32Array} logits @param {SamplingParams} p @returns {Kept}
+ */
+function kept(logits, p) {
+  const n = logits.length;
+  const sc = scratchFor(n);
+  const { w, idx, bucket, mass, count } = sc;
+  let max = -Infinity;
+  let min = Infinity;
+  for (let i = 0; i < n; i++) {
+    const v = logits[i];
+    if (v > max) max = v;
+    if (v < min && v > -Infinity) min = v;
+  }
+  const invT = 1 / p.temperature;
+  const topP = Math.min(p.top_p, 1);
+  const scale = max > min ? (BUCKETS - 1) / (max - min) : 0;
+  /** @type {Kept} */
+  const out = { w, idx, sorted: true, count: 0, mass: 0, lse: NaN, n, cut: -1, cutStart: 0, cutTaken: 0 };
+  if (p.top_k > 0 && p.top_k < n) {
+    // the k best by logit (the same order as by weight), found on a histogram of counts
+    count.fill(0);
+    for (let i = 0; i < n; i++) {
+      const v = logits[i];
+      const b = v > -Infinity ? ((max - v) * scale) | 0 : BUCKETS;
+      bucket[i] = b;
+      count[b]++;
+    }
+    let before = 0;
+    let cut = 0;
+    while (cut < BUCKETS && before + count[cut] < p.top_k) before += count[cut++];
+    let m = 0;
+    for (let i = 0; i < n; i++) if (bucket[i] < cut) idx[m++] = i;
+    if (cut < BUCKETS) {
+      let g = m;
+      for (let i = 0; i < n; i++) if (bucket[i] === cut) idx[g++] = i;
+      sortByKey(logits, idx, m, g);
+      m = Math.min(g, p.top_k);
+    }
+    let c = 0;
+    for (let j = 0; j < m; j++) {
+      const id = idx[j];
+      const x = Math.exp((logits[id] - max) * invT);
+      if (x > 0) {
+        w[id] = x;
+        idx[c++] = id;
+      }
+    }
+    sortByKey(w, idx, 0, c);
+    out.count = c;
+    for (let j = 0; j < c; j++) out.mass += w[idx[j]];
+    return topP < 1 ? topPOfSorted(out, topP) : out;
+  }
+  // every token weighed (the sum in id order), histogrammed by logit
+  mass.fill(0);
+  count.fill(0);
+  let total = 0;
+  for (let i = 0; i < n; i++) {
+    const v = logits[i];
+    const x = Math.exp((v - max) * invT);
+    w[i] = x;
+    total += x;
+    if (x > 0) {
+      const b = ((max - v) * scale) | 0;
+      bucket[i] = b;
+      mass[b] += x;
+      count[b]++;
+    } else {
+      bucket[i] = BUCKETS; // never kept
+    }
+  }
+  if (invT === 1) out.lse = max + Math.log(total);
+  out.mass = total;
+  let cut = BUCKETS;
+  let cutTaken = 0;
+  let cutStart = 0;
+  let keptMass = total;
+  if (topP < 1) {
+    const [b, before] = scanBuckets(sc, BUCKETS, 0, topP * total, false);
+    if (b >= 0) {
+      cut = b;
+      // the bucket's tokens go after the slots a small kept set may need (at most SORTED_WALK)
+      cutStart = SORTED_WALK;
+      const size = gatherBucket(sc, n, b, cutStart);
+      let acc = before;
+      cutTaken = size;
+      for (let j = 0; j < size; j++) {
+        acc += w[idx[cutStart + j]];
+        if (acc >= topP * total) {
+          cutTaken = j + 1;
+          break;
+        }
+      }
+      keptMass = acc;
+    }
+  }
+  let keptCount = cutTaken;
+  for (let b = 0; b < cut && b < BUCKETS; b++) keptCount += count[b];
+  if (keptCount <= SORTED_WALK) {
+    // small: the kept set itself, sorted, summed in order
+    let m = 0;
+    for (let i = 0; i < n; i++) if (bucket[i] < cut) idx[m++] = i;
+    if (cut < BUCKETS) idx.copyWithin(m, cutStart, cutStart + cutTaken);
+    m += cut < BUCKETS ? cutTaken : 0;
+    sortByKey(w, idx, 0, m);
+    out.count = m;
+    out.mass = 0;
+    for (let j = 0; j < m; j++) out.mass += w[idx[j]];
+    return out;
+  }
+  return { ...out, sorted: false, count: keptCount, mass: keptMass, cut, cutStart, cutTaken };
+}
+
+/** Top-p on a sorted kept set. @param {Kept} k @param {number} topP @returns {Kept} */
+function topPOfSorted(k, topP) {
+  const target = topP * k.mass;
+  let acc = 0;
+  for (let j = 0; j < k.count; j++) {
+    acc += k.w[k.idx[j]];
+    if (acc >= target) return { ...k, count: j + 1, mass: acc };
+  }
+  return k;
+}
+
 /**
  * Candidates after temperature, top-k and top-p, with their renormalized probabilities,
  * most likely first (ties broken by lower token id).
@@ -65,65 +270,22 @@ export function argmax(logits) {
  * @returns {{ids: Int32Array, probs: Float64Array}}
  */
 export function candidates(logits, p) {
-  const n = logits.length;
-  let max = -Infinity;
-  for (let i = 0; i < n; i++) if (logits[i] > max) max = logits[i];
-  const invT = 1 / p.temperature;
-  const weights = new Float64Array(n);
-  let total = 0;
-  for (let i = 0; i < n; i++) {
-    const w = Math.exp((logits[i] - max) * invT);
-    weights[i] = w;
-    total += w;
-  }
-  // Only tokens above a threshold need sorting: lower it until what is above surely holds the
-  // kept set (the k most likely, or enough mass for top-p), so the result is exact.
-  const k = p.top_k > 0 ? Math.min(p.top_k, n) : n;
-  const topP = Math.min(p.top_p, 1);
-  let threshold = 1 / 1024;
+  const k = kept(logits, p);
   let ids;
-  for (;;) {
-    const picked = [];
-    let mass = 0;
-    for (let i = 0; i < n; i++) {
-      if (weights[i] >= threshold && weights[i] > 0) {
-        picked.push(i);
-        mass += weights[i];
-      }
-    }
-    const enough = k < n ? picked.length >= k : mass >= topP * total * (1 - 1e-12);
-    // (threshold 0 keeps every token of weight > 0: tokens a grammar ruled out never count)
-    if (enough || threshold === 0) {
-      ids = picked;
-      break;
-    }
-    threshold = threshold < 1e-30 ? 0 : threshold / 1024;
+  if (k.sorted) {
+    ids = k.idx.slice(0, k.count);
+  } else {
+    const { bucket } = /** @type {Scratch} */ (scratch);
+    const below = [];
+    for (let i = 0; i < k.n; i++) if (bucket[i] < k.cut) below.push(i);
+    ids = Int32Array.from([...below, ...k.idx.subarray(k.cutStart, k.cutStart + k.cutTaken)]);
+    sortByKey(k.w, ids, 0, ids.length);
   }
-  ids.sort((a, b) => weights[b] - weights[a] || a - b);
-  if (ids.length > k) ids.length = k;
-  let keep = ids.length;
-  if (topP < 1) {
-    // top-p applies to the distribution top-k left (all of it when top-k is off)
-    let kMass = total;
-    if (k < n) {
-      kMass = 0;
-      for (const id of ids) kMass += weights[id];
-    }
-    let acc = 0;
-    for (let j = 0; j < ids.length; j++) {
-      acc += weights[ids[j]];
-      if (acc >= topP * kMass) {
-        keep = j + 1;
-        break;
-      }
-    }
-  }
-  const out = Int32Array.from(ids.slice(0, keep));
-  const probs = new Float64Array(keep);
-  let kept = 0;
-  for (let j = 0; j < keep; j++) kept += weights[out[j]];
-  for (let j = 0; j < keep; j++) probs[j] = weights[out[j]] / kept;
-  return { ids: out, probs };
+  const probs = new Float64Array(ids.length);
+  let mass = 0;
+  for (let j = 0; j < ids.length; j++) mass += k.w[ids[j]];
+  for (let j = 0; j < ids.length; j++) probs[j] = k.w[ids[j]] / mass;
+  return { ids, probs };
 }
 
 /**
@@ -133,19 +295,58 @@ export function candidates(logits, p) {
  * @param {Rng} rng
  */
 export function sample(logits, p, rng) {
-  if (!(p.temperature > 0)) return argmax(logits);
-  const { ids, probs } = candidates(logits, p);
+  return draw(logits, p, rng).token;
+}
+
+/**
+ * As {@link sample}, with the log-sum-exp of `logits` when the weighing computed it (else NaN).
+ * @param {Float32Array} logits @param {SamplingParams} p @param {Rng} rng
+ * @returns {{token: number, lse: number}}
+ */
+function draw(logits, p, rng) {
+  if (!(p.temperature > 0)) return { token: argmax(logits), lse: NaN };
+  const k = kept(logits, p);
+  const { w, idx, count, lse } = k;
+  if (count === 0) return { token: argmax(logits), lse };
   const u = rng.next();
-  let acc = 0;
-  for (let j = 0; j < ids.length; j++) {
-    acc += probs[j];
-    if (u < acc) return ids[j];
+  if (k.sorted) {
+    let acc = 0;
+    for (let j = 0; j < count; j++) {
+      acc += w[idx[j]] / k.mass;
+      if (u < acc) return { token: idx[j], lse };
+    }
+    return { token: idx[count - 1], lse };
   }
-  return ids[ids.length - 1];
+  // the bucket the draw lands in, then the token within it (the cut bucket is already in order)
+  const sc = /** @type {Scratch} */ (scratch);
+  const target = u * k.mass;
+  let partial = 0;
+  for (let j = 0; j < k.cutTaken; j++) partial += w[idx[k.cutStart + j]];
+  let [b, acc] = scanBuckets(sc, k.cut, partial, target, true);
+  if (b < 0) b = lastBucket(sc, k);
+  let start = k.cutStart;
+  let size = k.cutTaken;
+  if (b !== k.cut) {
+    start = 0;
+    size = gatherBucket(sc, k.n, b, 0);
+  }
+  for (let j = 0; j < size; j++) {
+    acc += w[idx[start + j]];
+    if (acc > target) return { token: idx[start + j], lse };
+  }
+  return { token: idx[start + size - 1], lse };
+}
+
+/** The last non-empty bucket of the kept set (rounding left the draw unplaced). @param {Scratch} sc @param {Kept} k */
+function lastBucket(sc, k) {
+  if (k.cut < BUCKETS && k.cutTaken > 0) return k.cut;
+  for (let b = Math.min(k.cut, BUCKETS) - 1; b >= 0; b--) if (sc.count[b] > 0) return b;
+  return 0;
 }
 
 /**
  * Penalties and bias applied to a copy of `logits` (the same array when there is nothing to do).
+ * The copy is a scratch buffer, valid until the next step.
  * @param {Float32Array} logits
  * @param {SamplingParams} p
  * @param {number[]} sequence every token in the model's context so far (prompt and generated)
@@ -157,7 +358,8 @@ export function processLogits(logits, p, sequence, counts) {
   const pres = p.presence_penalty ?? 0;
   const bias = p.logit_bias ?? [];
   if (rep === 1 && freq === 0 && pres === 0 && bias.length === 0) return logits;
-  const out = new Float32Array(logits);
+  const out = scratchFor(logits.length).f32.subarray(0, logits.length);
+  out.set(logits);
   if (rep !== 1) {
     const window = p.repetition_window ?? 0;
     const from = window > 0 ? Math.max(0, sequence.length - window) : 0;
@@ -182,32 +384,41 @@ export function processLogits(logits, p, sequence, counts) {
  * @param {Float32Array} logits
  * @param {number} token
  * @param {number} k
+ * @param {number} [lse] log-sum-exp of `logits`, when a weighing at temperature 1 already has it
  * @returns {{logprob: number, top: Array<[number, number]>}}
  */
-export function logprobs(logits, token, k) {
+export function logprobs(logits, token, k, lse) {
+  const n = logits.length;
   let max = -Infinity;
-  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
-  let sum = 0;
-  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i] - max);
-  const lse = max + Math.log(sum);
-  const top = [];
-  if (k > 0) {
-    // keep the k best in a small sorted array: k <= 20
-    for (let i = 0; i < logits.length; i++) {
-      const v = logits[i];
-      if (top.length < k || v > top[top.length - 1][1]) {
-        let j = top.length < k ? top.length : k - 1;
-        if (top.length < k) top.push([i, v]);
-        while (j > 0 && top[j - 1][1] < v) {
-          top[j] = top[j - 1];
-          j--;
-        }
-        top[j] = [i, v];
+  const topIds = new Int32Array(k);
+  const topValues = new Float64Array(k).fill(-Infinity);
+  let worst = -Infinity;
+  for (let i = 0; i < n; i++) {
+    const v = logits[i];
+    if (v > max) max = v;
+    if (k > 0 && v > worst) {
+      // insert into the k best, kept in order (ties: the earlier, lower id, stays first)
+      let j = k - 1;
+      while (j > 0 && topValues[j - 1] < v) {
+        topValues[j] = topValues[j - 1];
+        topIds[j] = topIds[j - 1];
+        j--;
       }
+      topValues[j] = v;
+      topIds[j] = i;
+      worst = topValues[k - 1];
     }
   }
+  if (lse === undefined) {
+    let sum = 0;
+    for (let i = 0; i < n; i++) sum += Math.exp(logits[i] - max);
+    lse = max + Math.log(sum);
+  }
+  /** @type {Array<[number, number]>} */
+  const top = [];
   // tokens a grammar ruled out (-Infinity) are never among the alternatives
-  return { logprob: logits[token] - lse, top: top.filter(([, v]) => v > -Infinity).map(([i, v]) => [i, v - lse]) };
+  for (let j = 0; j < k; j++) if (topValues[j] > -Infinity) top.push([topIds[j], topValues[j] - lse]);
+  return { logprob: logits[token] - lse, top };
 }
 
 /**
@@ -284,9 +495,9 @@ export class Sampler {
   choose(logits, sequence) {
     const p = this.params;
     const processed = processLogits(logits, p, sequence, this.counts);
-    const token = sample(processed, p, this.rng);
+    const { token, lse } = draw(processed, p, this.rng);
     this.counts.set(token, (this.counts.get(token) ?? 0) + 1);
     if (!p.logprobs) return { token };
-    return { token, ...logprobs(processed, token, p.top_logprobs ?? 0) };
+    return { token, ...logprobs(processed, token, p.top_logprobs ?? 0, Number.isNaN(lse) ? undefined : lse) };
   }
 }
