@@ -205,6 +205,7 @@ export class Bridge {
         throw signal.reason ?? new Error(`a later load of ${id} replaced this one`);
       }
       const m = new ChatModel(id, tokenizer, model, config);
+      if (device === "webgpu") m.gpuDevice = await env.backends.onnx.webgpu?.device;
       m.guts = new Guts(m, [...onnxFiles], BUILTIN_MODELS.includes(id));
       this.models.set(id, m);
       const gen = model.generation_config ?? {};
@@ -355,6 +356,15 @@ export class Bridge {
     const model = this.chat(id);
     model.sampler.dispose();
     model.sampler = new Sampler(JSON.parse(paramsJson), model.grammars);
+    model.resetBreakdown();
+  }
+
+  /**
+   * Seconds per step of the current request, by stage, as JSON (see ChatModel's Breakdown).
+   * @param {string} id
+   */
+  latencyBreakdown(id) {
+    return JSON.stringify(this.chat(id).breakdown);
   }
 
   /**

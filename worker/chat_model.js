@@ -8,6 +8,32 @@ import { Grammars } from "./grammar.js";
 import { LOGIT_PROCESSORS, processedLogits } from "./logit_processors.js";
 import { Sampler } from "./sampling.js";
 
+/**
+ * Seconds per step: the forward pass, the registered logit processor, the grammar's mask, the
+ * penalties, the logit bias, the rest of sampling (temperature, top-k/top-p, the draw,
+ * log-probabilities), and all of the per-token work on the logits (WebLLM's `totalTime`).
+ * @typedef {{forwardTime: number[], logitProcessorTime: number[], grammarBitmaskTime: number[],
+ *            penaltyTime: number[], logitBiasTime: number[], sampleTime: number[],
+ *            totalTime: number[]}} Breakdown
+ */
+
+/** @returns {Breakdown} */
+function emptyBreakdown() {
+  return { forwardTime: [], logitProcessorTime: [], grammarBitmaskTime: [], penaltyTime: [], logitBiasTime: [],
+    sampleTime: [], totalTime: [] };
+}
+
+/**
+ * The first `n` positions of a [batch, heads, length, headDim] cache tensor in memory.
+ * @param {any} t @param {number} n
+ */
+function cutOnCpu(t, n) {
+  const [b, h, len, d] = t.dims;
+  const out = new t.data.constructor(b * h * n * d);
+  for (let i = 0; i < b * h; i++) out.set(t.data.subarray(i * len * d, i * len * d + n * d), i * n * d);
+  return new Tensor(t.type, out, [b, h, n, d]);
+}
+
 export class ChatModel {
   /**
    * @param {string} id @param {any} tokenizer transformers.js's @param {any} model transformers.js's
@@ -23,6 +49,10 @@ export class ChatModel {
     /** @type {number[]} the tokens whose keys and values are in the cache, in order */
     this.sequence = [];
     this.sampler = new Sampler({ temperature: 0, top_k: 0, top_p: 1, seed: 0 });
+    /** @type {any} the GPUDevice the model runs on (WebGPU), to cut its cache there */
+    this.gpuDevice = null;
+    /** @type {Breakdown} seconds per step since the request began */
+    this.breakdown = emptyBreakdown();
     /** @type {Grammars|null} */
     this.grammars = null;
     /** @type {import("./guts.js").Guts|null} set by the Bridge */
@@ -65,8 +95,8 @@ export class ChatModel {
   /**
    * Fit the cache to a new prompt: keep the longest common prefix of the cached tokens and `ids`,
    * less the prompt's last token (it must always run, to produce logits). Returns how many
-   * tokens were kept. A GPU-resident cache is kept whole or dropped (0): it cannot be cut here.
-   * An empty `ids` drops the cache.
+   * tokens were kept. A GPU-resident cache is cut on the GPU (copied into shorter buffers); an
+   * empty `ids` drops the cache.
    * @param {ArrayLike<number>} ids the new prompt's token ids
    * @returns {number}
    */
@@ -77,22 +107,40 @@ export class ChatModel {
     while (common < limit && sequence[common] === ids[common]) common++;
     const n = Math.min(common, ids.length - 1);
     if (n >= sequence.length) return sequence.length;
-    if (n <= 0 || !this.past || Object.values(this.past).some((t) => t.location === "gpu-buffer")) {
+    const onGpu = this.past && Object.values(this.past).some((t) => t.location === "gpu-buffer");
+    if (n <= 0 || !this.past || (onGpu && !this.gpuDevice)) {
       this.reset();
       return 0;
     }
     const past = {};
     for (const [name, t] of Object.entries(this.past)) {
-      const [b, h, len, d] = t.dims;
-      const out = new t.data.constructor(b * h * n * d);
-      for (let i = 0; i < b * h; i++) {
-        out.set(t.data.subarray(i * len * d, i * len * d + n * d), i * n * d);
-      }
-      past[name] = new Tensor(t.type, out, [b, h, n, d]);
+      past[name] = t.location === "gpu-buffer" ? this.#cutOnGpu(t, n) : cutOnCpu(t, n);
     }
     this.past = past;
     this.sequence.length = n;
     return n;
+  }
+
+  /**
+   * The first `n` positions of a [batch, heads, length, headDim] cache tensor on the GPU: one
+   * buffer-to-buffer copy per head into a new buffer, queued before any later forward pass; the
+   * old buffer is freed once the queue has done the copies.
+   * @param {any} t @param {number} n
+   */
+  #cutOnGpu(t, n) {
+    const device = /** @type {any} */ (this.gpuDevice);
+    const [b, h, len, d] = t.dims;
+    const bytes = t.type === "float16" ? 2 : 4;
+    const row = n * d * bytes;
+    const usage = 0x80 | 0x04 | 0x08; // GPUBufferUsage.STORAGE | COPY_SRC | COPY_DST
+    const dst = device.createBuffer({ size: Math.max(16, Math.ceil((b * h * row) / 16) * 16), usage });
+    const source = t.ort_tensor.gpuBuffer;
+    const encoder = device.createCommandEncoder();
+    for (let i = 0; i < b * h; i++) encoder.copyBufferToBuffer(source, i * len * d * bytes, dst, i * row, row);
+    device.queue.submit([encoder.finish()]);
+    device.queue.onSubmittedWorkDone().then(() => t.dispose());
+    const OrtTensor = t.ort_tensor.constructor;
+    return new Tensor(OrtTensor.fromGpuBuffer(dst, { dataType: t.type, dims: [b, h, n, d], dispose: () => dst.destroy() }));
   }
 
   /** Free the GPU buffers of the cache, but those in `keep`. @param {Set<any>|null} [keep] */
@@ -137,12 +185,32 @@ export class ChatModel {
 
   /** @param {number[]|Int32Array} ids */
   async step(ids) {
-    const logits = processedLogits(this.id, await this.forward(ids));
+    const t0 = performance.now();
+    const raw = await this.forward(ids);
+    const t1 = performance.now();
+    const logits = processedLogits(this.id, raw);
+    const t2 = performance.now();
     const choice = this.sampler.constrained
       ? await this.sampler.chooseConstrained(logits, this.sequence)
       : this.sampler.choose(logits, this.sequence);
     LOGIT_PROCESSORS.get(this.id)?.processSampledToken(choice.token);
+    const t3 = performance.now();
+    const b = this.breakdown;
+    const grammar = choice.grammarS ?? 0;
+    b.forwardTime.push((t1 - t0) / 1000);
+    b.logitProcessorTime.push((t2 - t1) / 1000);
+    const sampler = this.sampler.timing;
+    b.grammarBitmaskTime.push(grammar);
+    b.penaltyTime.push(sampler.penalty);
+    b.logitBiasTime.push(sampler.bias);
+    b.sampleTime.push(Math.max(0, (t3 - t2) / 1000 - grammar - sampler.penalty - sampler.bias));
+    b.totalTime.push((t3 - t1) / 1000);
     return choice;
+  }
+
+  /** Start the per-token timings of a new request. */
+  resetBreakdown() {
+    this.breakdown = emptyBreakdown();
   }
 
   /**

@@ -351,12 +351,14 @@ function lastBucket(sc, k) {
  * @param {SamplingParams} p
  * @param {number[]} sequence every token in the model's context so far (prompt and generated)
  * @param {Map<number, number>} counts how often each token was generated so far
+ * @param {{bias: number}} [timing] where to put the seconds the bias took
  */
-export function processLogits(logits, p, sequence, counts) {
+export function processLogits(logits, p, sequence, counts, timing) {
   const rep = p.repetition_penalty ?? 1;
   const freq = p.frequency_penalty ?? 0;
   const pres = p.presence_penalty ?? 0;
   const bias = p.logit_bias ?? [];
+  if (timing) timing.bias = 0;
   if (rep === 1 && freq === 0 && pres === 0 && bias.length === 0) return logits;
   const out = scratchFor(logits.length).f32.subarray(0, logits.length);
   out.set(logits);
@@ -373,9 +375,11 @@ export function processLogits(logits, p, sequence, counts) {
       if (id < out.length) out[id] -= n * freq + (n > 0 ? pres : 0);
     }
   }
+  const t = timing ? performance.now() : 0;
   for (const [id, b] of bias) {
     if (id >= 0 && id < out.length) out[id] += b;
   }
+  if (timing) timing.bias = (performance.now() - t) / 1000;
   return out;
 }
 
@@ -442,6 +446,8 @@ export class Sampler {
     this.grammars = params.grammar ? grammars : null;
     /** @type {any} created on the first step */
     this.matcher = null;
+    /** seconds the last `choose` spent on penalties, on the bias, and on the rest */
+    this.timing = { penalty: 0, bias: 0, sample: 0 };
   }
 
   get constrained() {
@@ -494,10 +500,17 @@ export class Sampler {
    */
   choose(logits, sequence) {
     const p = this.params;
-    const processed = processLogits(logits, p, sequence, this.counts);
+    const t0 = performance.now();
+    const processed = processLogits(logits, p, sequence, this.counts, this.timing);
+    const t1 = performance.now();
     const { token, lse } = draw(processed, p, this.rng);
     this.counts.set(token, (this.counts.get(token) ?? 0) + 1);
-    if (!p.logprobs) return { token };
-    return { token, ...logprobs(processed, token, p.top_logprobs ?? 0, Number.isNaN(lse) ? undefined : lse) };
+    const choice = p.logprobs
+      ? { token, ...logprobs(processed, token, p.top_logprobs ?? 0, Number.isNaN(lse) ? undefined : lse) }
+      : { token };
+    this.timing.penalty = (t1 - t0) / 1000 - this.timing.bias;
+    this.timing.sample = (performance.now() - t1) / 1000;
+    return choice;
   }
+
 }

@@ -82,6 +82,9 @@ class ScriptedBackend:
     def next_choice(self, model_id: str) -> None:
         pass
 
+    def latency_breakdown(self, model_id: str) -> dict[str, list[float]]:
+        return {"forwardTime": [0.0] * self._pos}
+
     async def step(self, model_id: str, ids: list[int]) -> StepResult:
         self.fed.append(list(ids))
         self.cache += ids

@@ -205,7 +205,6 @@ FUNCTION = {"name": "f", "parameters": {"type": "object"}}
     ({"functions": [FUNCTION]}, "functions"),
     ({"function_call": "auto"}, "function_call"),
     ({"max_tokens": 3, "max_completion_tokens": 4}, "max_completion_tokens"),
-    ({"extra_body": {"enable_latency_breakdown": True}}, "extra_body.enable_latency_breakdown"),
     ({"extra_body": {"enable_thinking": True}, "reasoning_effort": "none"}, "extra_body.enable_thinking"),
     ({"extra_body": {"max_tokens": 3}}, "extra_body.max_tokens"),
     ({"metadata": {f"k{i}": "v" for i in range(17)}}, "metadata"),
@@ -245,3 +244,24 @@ def test_completion_best_of_equal_to_n_and_an_empty_suffix_are_accepted(engine):
     out = run_async(completion(engine, {"prompt": "The colour", "temperature": 0, "max_tokens": 4, "best_of": 1,
                                         "suffix": "", "user": "u", "store": False})).model_dump()
     assert out["choices"][0]["text"] == base["choices"][0]["text"]
+
+
+def test_latency_breakdown_has_one_entry_per_step_by_stage(engine):
+    """WebLLM's ``usage.extra.latencyBreakdown``: seconds per generated token, by stage, with the
+    forward pass; absent unless asked for."""
+    req = {"max_tokens": 6, "ignore_eos": True, "temperature": 0.8, "top_p": 0.9,
+           "logit_bias": {"5": 1.0}, "frequency_penalty": 0.2, "logprobs": True}
+    plain = chat(engine, **req)
+    assert "latencyBreakdown" not in plain["usage"]["extra"]
+    timed = chat(engine, **req, extra_body={"enable_latency_breakdown": True})
+    breakdown = timed["usage"]["extra"]["latencyBreakdown"]
+    assert set(breakdown) == {"forwardTime", "logitProcessorTime", "grammarBitmaskTime", "penaltyTime",
+                              "logitBiasTime", "sampleTime", "totalTime"}
+    steps = timed["usage"]["completion_tokens"]
+    assert steps == 6 and all(len(v) == steps for v in breakdown.values())
+    assert all(t >= 0 for v in breakdown.values() for t in v)
+    assert all(f > 0 for f in breakdown["forwardTime"])
+    for i in range(steps):  # the parts of the per-token work add up to its total
+        parts = sum(breakdown[k][i] for k in ("logitProcessorTime", "grammarBitmaskTime", "penaltyTime",
+                                               "logitBiasTime", "sampleTime"))
+        assert parts == pytest.approx(breakdown["totalTime"][i], abs=1e-6)

@@ -113,6 +113,10 @@ def sample(logits: np.ndarray, p: SamplingParams, rng: Mulberry32) -> int:
     return int(ids[-1])
 
 
+BREAKDOWN_KEYS = ("forwardTime", "logitProcessorTime", "grammarBitmaskTime", "penaltyTime", "logitBiasTime",
+                  "sampleTime", "totalTime")
+
+
 @dataclass
 class _Chat:
     tokenizer: Tokenizer
@@ -138,6 +142,7 @@ class _Chat:
     folder: Path = Path()
     config: dict[str, Any] = field(default_factory=dict)
     guts: _GutsSession | None = None
+    breakdown: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in BREAKDOWN_KEYS})
 
 
 @dataclass
@@ -369,10 +374,14 @@ class CPythonBackend:
     def set_sampling(self, model_id: str, params: SamplingParams) -> None:
         m = self._chat(model_id)
         m.sampling, m.rng, m.counts, m.matcher = params, Mulberry32(params.seed), {}, None
+        m.breakdown = {k: [] for k in BREAKDOWN_KEYS}
         if params.grammar is not None:
             assert m.grammars is not None, "compile_grammar comes first"
             m.matcher = m.grammars.xgr.GrammarMatcher(m.grammars.compiled(params.grammar))
             m.bitmask = m.grammars.xgr.allocate_token_bitmask(1, m.grammars.vocab_size)
+
+    def latency_breakdown(self, model_id: str) -> dict[str, list[float]]:
+        return {k: list(v) for k, v in self._chat(model_id).breakdown.items()}
 
     def next_choice(self, model_id: str) -> None:
         m = self._chat(model_id)
@@ -406,7 +415,9 @@ class CPythonBackend:
     async def step(self, model_id: str, ids: list[int]) -> StepResult:
         m = self._chat(model_id)
         p = m.sampling
+        t0 = time.perf_counter()
         logits = self.forward(model_id, ids)
+        t1 = time.perf_counter()
         grammar_s = 0.0
         if m.matcher is not None:
             started = time.perf_counter()
@@ -416,7 +427,9 @@ class CPythonBackend:
                 raise GrammarError("the grammar allows no token here: it accepts no text")
             logits = apply_bitmask(logits, words)
             grammar_s = time.perf_counter() - started
+        t2 = time.perf_counter()
         processed = process_logits(logits, p, m.sequence, m.counts)
+        t3 = time.perf_counter()
         token = sample(processed, p, m.rng)
         m.counts[token] = m.counts.get(token, 0) + 1
         if m.matcher is not None:
@@ -424,10 +437,16 @@ class CPythonBackend:
             if not m.matcher.accept_token(token):
                 raise RuntimeError(f"the grammar rejected token {token} it allowed")
             grammar_s += time.perf_counter() - started
-        if not p.logprobs:
-            return StepResult(token, grammar_s=grammar_s)
-        logprob, top = token_logprobs(processed, token, p.top_logprobs)
-        return StepResult(token, logprob, top, grammar_s)
+        result = StepResult(token, grammar_s=grammar_s)
+        if p.logprobs:
+            logprob, top = token_logprobs(processed, token, p.top_logprobs)
+            result = StepResult(token, logprob, top, grammar_s)
+        t4 = time.perf_counter()
+        for key, seconds in (("forwardTime", t1 - t0), ("logitProcessorTime", 0.0), ("grammarBitmaskTime", grammar_s),
+                             ("penaltyTime", t3 - t2), ("logitBiasTime", 0.0),
+                             ("sampleTime", t4 - t1 - grammar_s - (t3 - t2)), ("totalTime", t4 - t1)):
+            m.breakdown[key].append(seconds)
+        return result
 
     async def guts(self, model_id: str, ids: list[int], *, fft: bool, keep: int, top_k: int) -> GutsArrays:
         m = self._chat(model_id)

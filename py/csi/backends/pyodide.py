@@ -11,7 +11,7 @@ from array import array
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from json import dumps, loads
-from typing import Any
+from typing import Any, cast
 
 from pyodide.ffi import JsException, create_proxy, run_sync, to_js
 
@@ -198,6 +198,9 @@ class PyodideBackend:
 
     def next_choice(self, model_id: str) -> None:
         self._bridge.nextChoice(model_id)
+
+    def latency_breakdown(self, model_id: str) -> dict[str, list[float]]:
+        return cast(dict[str, list[float]], loads(self._bridge.latencyBreakdown(model_id)))
 
     def token_bytes(self, model_id: str) -> TokenBytes | None:
         spec = loads(self._bridge.tokenTable(model_id))

@@ -123,6 +123,12 @@ class Backend(Protocol):
         """Start the next choice of the same request: generated-token counts and the grammar restart."""
         ...
 
+    def latency_breakdown(self, model_id: str) -> dict[str, list[float]]:
+        """Seconds per step of the current request (since ``set_sampling``), by stage: WebLLM's
+        ``latencyBreakdown`` keys (``logitProcessorTime``, ``logitBiasTime``, ``penaltyTime``,
+        ``sampleTime``, ``totalTime``, ``grammarBitmaskTime``) and ``forwardTime``."""
+        ...
+
     async def step(self, model_id: str, ids: list[int]) -> StepResult:
         """Run ``ids`` through the model after the cached tokens and choose the next token."""
         ...

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from .backend import Backend, ModelInfo, StepResult
 from .detokenize import ByteDecoder, IncrementalDecoder
@@ -42,8 +42,10 @@ class GenerationStats:
     """Seconds to compile the request's grammar (``None``: no grammar; ~0 when it was cached)."""
     grammar_s: float = 0.0
     """Seconds the steps spent on the grammar."""
+    latency_breakdown: dict[str, list[float]] | None = None
+    """Seconds per step by stage, when the request asked for them."""
 
-    def timings(self) -> dict[str, float]:
+    def timings(self) -> dict[str, Any]:
         """WebLLM's ``usage.extra`` figures (prefill counts only the tokens actually processed)."""
         e2e = max(self.finished - self.started, 1e-9)
         ttft = max(self.first_token_at - self.started, 1e-9)
@@ -53,7 +55,8 @@ class GenerationStats:
             "grammar_init_s": self.grammar_init_s,
             "grammar_per_token_s": self.grammar_s / max(self.completion_tokens, 1),
         }
-        return grammar | {
+        breakdown = {} if self.latency_breakdown is None else {"latencyBreakdown": self.latency_breakdown}
+        return grammar | breakdown | {
             "e2e_latency_s": e2e,
             "prefill_tokens_per_s": (self.prompt_tokens - self.cached_tokens) / ttft,
             "decode_tokens_per_s": decoded / decode_time if decoded else 0.0,
@@ -126,5 +129,7 @@ async def decode(
         yield TextDelta(tail, stats.token_ids[unsent:], steps)
     stats.finish_reason = finish
     stats.finished = time.perf_counter()
+    if params.latency_breakdown:
+        stats.latency_breakdown = backend.latency_breakdown(model.model_id)
     if not stats.first_token_at:
         stats.first_token_at = stats.finished

@@ -68,6 +68,8 @@ class GenerationParams:
     ignore_eos: bool = False
     keep_special: bool = False
     """Show special tokens in the text, the end-of-sequence token included (byte tables only)."""
+    latency_breakdown: bool = False
+    """Report the seconds of every step by stage (``Backend.latency_breakdown``) in the stats."""
 
 
 @dataclass(frozen=True)

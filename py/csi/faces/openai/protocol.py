@@ -225,9 +225,6 @@ class CompletionRequest(_OpenAINoOps):
 
 def _check_common(req: ChatCompletionRequest | CompletionRequest) -> None:
     """Rules shared by chat and text completions, beyond the field types."""
-    if req.extra_body and req.extra_body.enable_latency_breakdown:
-        raise InvalidInputError("a latency breakdown per sampling stage is not measured yet",
-                                "extra_body.enable_latency_breakdown")
     if req.stream_options is not None and not req.stream:
         raise InvalidInputError("`stream_options` is only allowed when `stream` is true", "stream_options")
     for key in req.logit_bias or {}:
@@ -254,6 +251,7 @@ def _generation_params(req: ChatCompletionRequest | CompletionRequest, top_logpr
         max_tokens=max_tokens,
         stop=tuple(stop_list(req.stop)),
         ignore_eos=bool(req.ignore_eos),
+        latency_breakdown=bool(req.extra_body and req.extra_body.enable_latency_breakdown),
     )
 
 
@@ -303,10 +301,13 @@ class UsageExtra(BaseModel):
     time_per_output_token_s: float
     grammar_init_s: float | None = None
     grammar_per_token_s: float | None = None
+    latencyBreakdown: dict[str, list[float]] | None = None  # noqa: N815 - WebLLM's name
+    """Seconds per token by stage (``extra_body.enable_latency_breakdown``)."""
 
     @model_serializer(mode="wrap")
-    def _drop_no_grammar(self, handler: Any) -> dict[str, Any]:
-        return {k: v for k, v in handler(self).items() if not (k.startswith("grammar") and v is None)}
+    def _drop_absent(self, handler: Any) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items()
+                if not ((k.startswith("grammar") or k == "latencyBreakdown") and v is None)}
 
 
 class PromptTokensDetails(BaseModel):
