@@ -1,21 +1,36 @@
 // Benchmark baseline: transformers.js's own greedy `model.generate` in a module worker, on the
 // same model files, the same ORT runtime and the same thread settings as csi-web's worker.
 
-import { AutoModelForCausalLM, AutoTokenizer, Tensor } from "../vendor/transformers/transformers.js";
+import { AutoModelForCausalLM, AutoTokenizer, Tensor, pipeline } from "../vendor/transformers/transformers.js";
 import { configureRuntime } from "../worker/runtime_env.js";
 
-configureRuntime().allowRemoteModels = false;
+const env = configureRuntime();
+env.allowRemoteModels = false;
 
 let tokenizer;
 let model;
+/** @type {any} the feature-extraction pipeline */
+let extractor;
 
 self.onmessage = async ({ data }) => {
   try {
     if (data.type === "load") {
+      // a model not built into the site comes from a Hub mirror, in the dtype its config names
+      if (data.hub) Object.assign(env, { allowRemoteModels: true, remoteHost: data.hub });
       const t0 = performance.now();
+      await model?.dispose();
       tokenizer = await AutoTokenizer.from_pretrained(data.model);
-      model = await AutoModelForCausalLM.from_pretrained(data.model, { device: data.device, dtype: "fp32" });
+      model = await AutoModelForCausalLM.from_pretrained(data.model, data.hub ? { device: data.device }
+        : { device: data.device, dtype: "fp32" });
       self.postMessage({ ok: true, load_s: (performance.now() - t0) / 1000 });
+      return;
+    }
+    if (data.type === "embed") {
+      // the feature-extraction pipeline as its docs show it: mean pooling, normalized
+      extractor ??= await pipeline("feature-extraction", data.model, { device: "wasm", dtype: "fp32" });
+      const t0 = performance.now();
+      const out = await extractor(data.texts, { pooling: "mean", normalize: true });
+      self.postMessage({ ok: true, s: (performance.now() - t0) / 1000, dims: out.dims });
       return;
     }
     const inputs = tokenizer.apply_chat_template(data.messages, { add_generation_prompt: true, return_dict: true });

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from .index_bench import index_bench
 from .serve import serve_in_thread
@@ -18,29 +20,12 @@ MESSAGES = [{"role": "user", "content": "What does json.dumps do?"}]
 TOKENS = 128
 ROUNDS = 7
 
-PAGE_SCRIPT = """
+EXTRAS_SCRIPT = """
 async ([messages, tokens, rounds]) => {
   const { CreateWebWorkerEngine } = await import('/web/engine.js');
-  const t0 = performance.now();
   const engine = await CreateWebWorkerEngine(new Worker('/worker/worker.js', {type: 'module'}),
                                              'tiny-chat', {device: 'wasm'});
-  const cold = (performance.now() - t0) / 1000;
-  const boot = await engine.send('boot_timings');
-
-  const tjs = new Worker('/bench/tjs_worker.js', {type: 'module'});
-  let pageStamps = [];
-  const ask = (msg) => new Promise((resolve, reject) => {
-    pageStamps = [];
-    tjs.onmessage = ({data}) => {
-      if ('token' in data) { pageStamps.push(performance.now()); return; }
-      data.ok ? resolve(data) : reject(new Error(data.error));
-    };
-    tjs.postMessage(msg);
-  });
-  const tjsLoad = await ask({type: 'load', model: 'tiny-chat', device: 'wasm'});
-
   async function ours(extra = {}) {
-    const start = performance.now();
     const stamps = [];
     let usage = null;
     const s = await engine.chat.completions.create({messages, stream: true, temperature: 0, ignore_eos: true,
@@ -54,49 +39,15 @@ async ([messages, tokens, rounds]) => {
       }
       if (c.usage) usage = c.usage;
     }
-    return {tokens: n, prompt_tokens: usage.prompt_tokens, ttft_s: (stamps[0] - start) / 1000,
-            decode_tokens_per_s: (n - 1) / ((stamps.at(-1) - stamps[0]) / 1000),
-            engine_decode_tokens_per_s: usage.extra.decode_tokens_per_s,
-            grammar_per_token_s: usage.extra.grammar_per_token_s ?? null};
+    return {decode_tokens_per_s: (n - 1) / ((stamps.at(-1) - stamps[0]) / 1000),
+            grammar_per_token_s: usage.extra.grammar_per_token_s ?? null,
+            forward_s: null};
   }
-  const theirs = () => ask({type: 'generate', messages, tokens});
-  async function theirsStreamed() {
-    const start = performance.now();
-    const r = await ask({type: 'generate', messages, tokens, stream: true});
-    // the first put() is the prompt; tokens are the later ones, timed where the page receives them
-    const s = pageStamps.slice(1);
-    return {...r, ttft_s: (s[0] - start) / 1000,
-            decode_tokens_per_s: (s.length - 1) / ((s.at(-1) - s[0]) / 1000)};
-  }
-
-  const full = {top_p: 0.9, temperature: 0.7, seed: 1, stop: ['<<never>>', '\\n\\n\\n'], logprobs: true,
-                top_logprobs: 5};
-  for (let i = 0; i < 3; i++) { await ours(); await ours(full); await theirs(); await theirsStreamed(); }  // warm-up
-  const runs = {csi_web: [], csi_web_full: [], transformers_js: [], transformers_js_streamed: [], raw: []};
-  for (let i = 0; i < rounds; i++) {
-    runs.csi_web.push(await ours());
-    runs.csi_web_full.push(await ours(full));
-    runs.transformers_js.push(await theirs());
-    runs.transformers_js_streamed.push(await theirsStreamed());
-    runs.raw.push(await ask({type: 'raw', messages, tokens}));
-  }
-
-  // second turn: time to first token with the prefix cache, and after resetChat() without it
-  const first = await engine.chat.completions.create({messages, temperature: 0, max_tokens: 64});
-  const second = [...messages, {role: 'assistant', content: first.choices[0].message.content},
-                  {role: 'user', content: 'And what does json.loads do? Explain it in detail, please.'}];
-  const turn = {warm: [], cold: [], cached_tokens: 0, prompt_tokens: 0};
-  for (let i = 0; i < rounds; i++) {
-    await engine.chat.completions.create({messages, temperature: 0, max_tokens: 64});
-    const w = await engine.chat.completions.create({messages: second, temperature: 0, max_tokens: 2});
-    turn.warm.push(w.usage.extra.time_to_first_token_s);
-    turn.cached_tokens = w.usage.prompt_tokens_details.cached_tokens;
-    turn.prompt_tokens = w.usage.prompt_tokens;
-    await engine.resetChat();
-    const c = await engine.chat.completions.create({messages: second, temperature: 0, max_tokens: 2});
-    turn.cold.push(c.usage.extra.time_to_first_token_s);
-  }
-  runs.second_turn = turn;
+  const runs = {};
+  const raw = await engine.chat.completions.create({messages, temperature: 0, max_tokens: tokens, ignore_eos: true,
+    extra_body: {enable_latency_breakdown: true}});
+  const fw = raw.usage.extra.latencyBreakdown.forwardTime.slice(1).sort((a, b) => a - b);
+  runs.raw_forward_ms = fw[fw.length >> 1] * 1000;
 
   // structured output: grammar compile times for a 20-property schema, and decoding under a schema
   const props = {};
@@ -142,8 +93,8 @@ async ([messages, tokens, rounds]) => {
   runs.csi_web_after_guts = [];
   for (let i = 0; i < rounds; i++) runs.csi_web_after_guts.push(await ours());
   runs.guts = guts;
-  return {cold_start_s: cold, boot, tjs_load_s: tjsLoad.load_s, isolated: self.crossOriginIsolated,
-          threads: navigator.hardwareConcurrency, runs};
+  engine.terminate();
+  return runs;
 }
 """
 
@@ -248,67 +199,19 @@ def _insides_bench(browser: object, url: str) -> dict[str, object]:
                for k, rs in runs.items()}}
 
 
-def run_bench(dist: Path) -> int:
-    from playwright.sync_api import sync_playwright
-
-    server, url = serve_in_thread(dist)
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            page = browser.new_page()
-            page.set_default_timeout(900_000)
-            page.goto(url + "web/engine.js")
-            raw = page.evaluate(PAGE_SCRIPT, [MESSAGES, TOKENS, ROUNDS])
-            csi_page = browser.new_page()
-            csi_page.set_default_timeout(900_000)
-            csi_page.goto(url + "web/engine.js")
-            csi = _csi_bench(csi_page, dist)
-            insides = _insides_bench(browser, url)
-            browser.close()
-            # a persistent profile of its own (IndexedDB on disk), fresh: the database starts empty
-            document_index = index_bench(p, url, CHROMIUM, ARGS)
-    finally:
-        server.shutdown()
-
+def _extras(runs: dict[str, Any], insides: dict[str, Any]) -> dict[str, Any]:
+    """tiny-chat's structured output and GenerationalGuts figures."""
     def med(side: str, key: str) -> float:
-        return statistics.median(r[key] for r in raw["runs"][side])
+        return statistics.median(r[key] for r in runs[side])
 
-    ours, theirs = med("csi_web", "decode_tokens_per_s"), med("transformers_js", "decode_tokens_per_s")
-    streamed = med("transformers_js_streamed", "decode_tokens_per_s")
-    full = med("csi_web_full", "decode_tokens_per_s")
-    raw_ms = statistics.median(r["raw_forward_ms"] for r in raw["runs"]["raw"])
-    turn = raw["runs"].pop("second_turn")
-    grammar = raw["runs"].pop("grammar")
-    guts = raw["runs"].pop("guts")
+    raw_ms = runs["raw_forward_ms"]
+    grammar, guts = runs["grammar"], runs["guts"]
     before_guts, after_guts = med("csi_web_before_guts", "decode_tokens_per_s"), med("csi_web_after_guts",
                                                                                       "decode_tokens_per_s")
     schema_tps = med("csi_web_schema", "decode_tokens_per_s")
     plain_tps = med("csi_web_unconstrained", "decode_tokens_per_s")
     mask_s = med("csi_web_schema", "grammar_per_token_s")
-    result = {
-        "model": "tiny-chat",
-        "device": "wasm",
-        "cross_origin_isolated": raw["isolated"],
-        "prompt_tokens": raw["runs"]["csi_web"][0]["prompt_tokens"],
-        "generated_tokens": TOKENS,
-        "rounds": ROUNDS,
-        # csi_web and transformers_js_streamed are timed on the page, as tokens arrive there;
-        # transformers_js inside its worker (model.generate alone, nothing sent to the page).
-        "decode_tokens_per_s": {"csi_web": ours, "transformers_js": theirs, "ratio": ours / theirs,
-                                "transformers_js_streamed_to_page": streamed,
-                                "ratio_vs_streamed": ours / streamed},
-        "time_to_first_token_s": {"csi_web": med("csi_web", "ttft_s"),
-                                  "transformers_js": med("transformers_js", "ttft_s"),
-                                  "transformers_js_streamed_to_page": med("transformers_js_streamed", "ttft_s")},
-        "engine_reported_decode_tokens_per_s": med("csi_web", "engine_decode_tokens_per_s"),
-        "with_top_p_stop_logprobs": {"csi_web_decode_tokens_per_s": full,
-                                     "ratio_vs_transformers_js_greedy": full / theirs},
-        "per_token_ms": {"csi_web_full_stack": 1000 / ours, "raw_forward": raw_ms,
-                         "overhead": 1000 / ours - raw_ms, "transformers_js_generate": 1000 / theirs},
-        "second_turn_time_to_first_token_s": {
-            "with_prefix_cache": statistics.median(turn["warm"]),
-            "without_prefix_cache": statistics.median(turn["cold"]),
-            "cached_tokens": turn["cached_tokens"], "prompt_tokens": turn["prompt_tokens"]},
+    return {
         "structured_output": {
             "grammar_init_s_20_property_schema": {
                 "first_grammar_of_the_session": grammar["first_ever_s"],
@@ -317,7 +220,7 @@ def run_bench(dist: Path) -> int:
             "decode_tokens_per_s_unconstrained_same_run": plain_tps,
             "ratio_schema_to_unconstrained": schema_tps / plain_tps,
             "grammar_ms_per_token": mask_s * 1000,
-            "grammar_fraction_of_raw_forward": mask_s * 1000 / raw_ms},
+            "grammar_fraction_of_forward": mask_s * 1000 / raw_ms},
         "generational_guts": {
             "prompt_tokens": guts["first"]["tokens"],
             "first_call_with_session_creation_s": guts["first"]["s"],
@@ -329,12 +232,69 @@ def run_bench(dist: Path) -> int:
             "decode_tokens_per_s_with_guts_session_loaded": after_guts,
             "ratio_with_to_before": after_guts / before_guts,
             "playground_view": insides},
-        "cold_start_s": {"total": raw["cold_start_s"], **raw["boot"],
-                         "model_and_rest": raw["cold_start_s"] - sum(raw["boot"].values())},
-        "transformers_js_model_load_s": raw["tjs_load_s"],
-        **csi,
-        "document_index": document_index,
-        "runs": raw["runs"],
     }
+
+
+# (model, Hub repo or None for a built-in, tokens generated, rounds)
+SHAPES = [("tiny-chat", False, 128, 5), ("csi-bench/smollm2-135m-shape", True, 64, 3),
+          ("csi-bench/qwen2.5-0.5b-shape", True, 32, 3)]
+
+
+def run_bench(dist: Path) -> int:
+    from playwright.sync_api import sync_playwright
+
+    from .bench_decode import decode_bench, sampling_bench
+    from .bench_embed import embed_bench
+    from .bench_startup import startup_bench
+    from .hub_mirror import Mirror
+    from .site import build_bench_models
+
+    mirror = Mirror(build_bench_models()).start()
+    server, url = serve_in_thread(dist)
+    result: dict[str, Any] = {}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=[*ARGS, "--enable-unsafe-webgpu"])
+
+            pages: list[Any] = []
+
+            def page_of() -> Any:
+                while pages:  # one section at a time: the last one's workers go with its page
+                    pages.pop().close()
+                page = browser.new_page()
+                pages.append(page)
+                page.set_default_timeout(1_800_000)
+                page.goto(url + "web/engine.js")
+                return page
+
+            page = page_of()
+            result["cross_origin_isolated"] = page.evaluate("self.crossOriginIsolated")
+            result["threads"] = page.evaluate("navigator.hardwareConcurrency")
+            result["sampling"] = sampling_bench(page)
+            result["decode_wasm"] = []
+            for model, from_hub, tokens, rounds in SHAPES:
+                log(f"bench: decoding on {model} (WASM)")
+                result["decode_wasm"].append(decode_bench(page_of(), model, "wasm", mirror.url if from_hub else None,
+                                                          tokens, rounds))
+            log("bench: tiny-chat on WebGPU")
+            result["decode_webgpu_swiftshader"] = [decode_bench(page_of(), "tiny-chat", "webgpu", None, 32, 3)]
+            log("bench: embeddings")
+            result["embeddings"] = embed_bench(page_of())
+            log("bench: tiny-chat extras, chunking, languages")
+            extras = page_of().evaluate(EXTRAS_SCRIPT, [MESSAGES, TOKENS, ROUNDS])
+            result["tiny_chat_extras"] = _extras(extras, _insides_bench(browser, url))
+            result |= _csi_bench(page_of(), dist)
+            browser.close()
+            log("bench: cold and warm start")
+            result["startup"] = startup_bench(p, url, CHROMIUM, ARGS)
+            # a persistent profile of its own (IndexedDB on disk), fresh: the database starts empty
+            result["document_index"] = index_bench(p, url, CHROMIUM, ARGS)
+    finally:
+        server.shutdown()
+        mirror.stop()
     print(json.dumps(result, indent=2))
     return 0
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)

@@ -10,6 +10,7 @@ whether the body went out whole.
 from __future__ import annotations
 
 import http.server
+import io
 import re
 import threading
 import time
@@ -19,6 +20,7 @@ from pathlib import Path
 RESOLVE = re.compile(r"/([^/]+/[^/]+)/resolve/[^/]+/(.+)")
 RANGE = re.compile(r"bytes=(\d+)-(\d*)")
 CHUNK = 16 * 1024
+NOT_FOUND = b"Entry not found"
 
 
 @dataclass
@@ -64,13 +66,13 @@ class Mirror:
                 f = mirror.file(self.path)
                 served = Served(self.path, 200 if f else 404)
                 mirror.log.append(served)
-                data = f.read_bytes() if f else b"Entry not found"
-                size = len(data)
+                size = f.stat().st_size if f else len(NOT_FOUND)
+                first, last = 0, size - 1
                 wanted = RANGE.fullmatch(self.headers.get("Range") or "")
                 if f and wanted:  # the Hub answers byte ranges; transformers.js reads sizes with one
                     first = int(wanted[1])
                     last = min(size - 1, int(wanted[2])) if wanted[2] else size - 1
-                    data, served.status = data[first:last + 1], 206
+                    served.status = 206
                 self.send_response(served.status)
                 if served.status == 206:
                     self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
@@ -78,18 +80,22 @@ class Mirror:
                 self.send_header("Access-Control-Allow-Origin", "*")
                 self.send_header("Access-Control-Expose-Headers", "Content-Length, Content-Range, ETag")
                 self.send_header("Content-Type", "application/octet-stream" if f else "text/plain")
-                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Content-Length", str(last + 1 - first))
                 self.end_headers()
                 if not body:
                     return
                 try:
-                    for start in range(0, len(data), CHUNK):
-                        piece = data[start:start + CHUNK]
-                        self.wfile.write(piece)
-                        self.wfile.flush()
-                        served.sent += len(piece)
-                        if mirror.throttle:
-                            time.sleep(len(piece) / mirror.throttle)
+                    with (f.open("rb") if f else io.BytesIO(NOT_FOUND)) as src:  # streamed: models are GBs
+                        src.seek(first)
+                        left = last + 1 - first
+                        while left > 0:
+                            piece = src.read(min(CHUNK if mirror.throttle else 1 << 20, left))
+                            left -= len(piece)
+                            self.wfile.write(piece)
+                            self.wfile.flush()
+                            served.sent += len(piece)
+                            if mirror.throttle:
+                                time.sleep(len(piece) / mirror.throttle)
                     served.whole = True
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the browser stopped reading: a cancelled download

@@ -98,6 +98,17 @@ def build_hub_models() -> dict[str, Path]:
     return {tiny_qwen2.REPO_ID: cached_build("hub-tiny-qwen2", sources, tiny_qwen2.build)}
 
 
+def build_bench_models() -> dict[str, Path]:
+    """Random-weight models of real shapes, for the bench only (built on its first run)."""
+    from . import bench_models
+
+    here = Path(__file__).parent
+    sources = [here / "bench_models.py", here / "tiny_qwen2.py", here / "tiny_gpt2.py", here / "onnx_decoder.py"]
+    return {shape.repo_id: cached_build("bench-" + shape.repo_id.split("/")[1], sources,
+                                        lambda out, shape=shape: bench_models.build(shape, out))  # type: ignore[misc]
+            for shape in bench_models.SHAPES}
+
+
 def build_site() -> Path:
     """Build everything under dist/ and return its path."""
     for target, (src_dir, names) in VENDOR.items():

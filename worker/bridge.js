@@ -55,13 +55,18 @@ class EmbeddingModel {
     this.extractor = extractor;
   }
 
-  /** @param {string[]} texts */
+  /**
+   * Mean-pooled, normalized embeddings, as the feature-extraction pipeline computes them, from one
+   * tokenization (it also gives the token count).
+   * @param {string[]} texts
+   */
   async embed(texts) {
-    const tok = this.extractor.tokenizer(texts, { padding: true, truncation: true });
+    const inputs = this.extractor.tokenizer(texts, { padding: true, truncation: true });
     let tokens = 0;
-    for (const m of tok.attention_mask.data) tokens += Number(m);
-    const out = await this.extractor(texts, { pooling: "mean", normalize: true });
-    return { data: out.data, dims: out.dims, tokens };
+    for (const m of inputs.attention_mask.data) tokens += Number(m);
+    const out = await this.extractor.model(inputs);
+    const pooled = mean_pooling(out.last_hidden_state ?? out.logits, inputs.attention_mask).normalize(2, -1);
+    return { data: pooled.data, dims: pooled.dims, tokens };
   }
 
   /**

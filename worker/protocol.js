@@ -113,7 +113,7 @@
  * @typedef {{model_id: string, kind: "chat"|"embedding", context_length: number,
  *            eos_token_ids: number[], vocab_size: number, [field: string]: unknown}} ModelInfo
  * @typedef {{models: ModelInfo[], load_s: number}} LoadResult
- * @typedef {{pyodide_s: number, wheels_s: number}} BootTimings
+ * @typedef {{pyodide_s: number, wheels_s: number, imports_s: number}} BootTimings
  */
 
 // ---- how each message type is served -------------------------------------------------------------

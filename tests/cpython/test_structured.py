@@ -41,7 +41,7 @@ def streamed(engine: Engine, request: dict) -> list[dict]:
 
 def valid(instance: object, schema: dict) -> bool:
     try:
-        jsonschema.validate(instance, schema, format_checker=jsonschema.FormatChecker())
+        jsonschema.validate(instance, schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
     except jsonschema.ValidationError:
         return False
     return True
@@ -186,6 +186,12 @@ def test_completions_take_response_format_too(engine):
         "type": "object", "required": ["zz"], "additionalProperties": False}}},
      "response_format.json_schema.schema.required", "'zz'"),
     ({"type": "grammar", "grammar": "root ::= root"}, "response_format.grammar", "accepts no text"),
+    ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": {
+        "d": {"type": "string", "format": "date", "pattern": "^2"}}}}},
+     "response_format.json_schema.schema.properties.d.format", "`pattern`"),
+    ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "array", "items": {
+        "type": "string", "pattern": "^a+$", "maxLength": 3}}}},
+     "response_format.json_schema.schema.items.maxLength", "`pattern`"),
     ({"type": "json_object", "schema": '{"type": "object", "minProperties": 3, "properties": {"a": {}}, '
                                        '"additionalProperties": false}'}, "response_format.schema", "minProperties"),
 ])

@@ -43,7 +43,7 @@ def structural_tag_grammar(format_: dict[str, Any], param: str) -> Grammar:
 
 
 def json_formats(tag: Any) -> list[Any]:
-    """The JSON Schemas of every ``json_schema`` format in a structural tag, in order."""
+    """The JSON Schemas of every ``json_schema`` format in a structural tag, in order, compilable."""
     found: list[Any] = []
 
     def record(schema: Any) -> str:
@@ -56,14 +56,15 @@ def json_formats(tag: Any) -> list[Any]:
 
 def compact_json_formats(tag: Any, to_ebnf: Callable[[Any], str]) -> Any:
     """``tag`` with every ``json_schema`` format replaced by its compact EBNF (``to_ebnf``: the
-    backend's converter). xgrammar compiles a structural tag's JSON with any whitespace, without
-    limit; a small model then spins on newlines. Compact JSON cannot."""
+    backend's converter, given the ``compilable_schema``). xgrammar compiles a structural tag's
+    JSON with any whitespace, without limit; a small model then spins on newlines. Compact JSON
+    cannot."""
     if isinstance(tag, list):
         return [compact_json_formats(item, to_ebnf) for item in tag]
     if not isinstance(tag, dict):
         return tag
     if tag.get("type") == "json_schema" and "json_schema" in tag:
-        return {"type": "grammar", "grammar": to_ebnf(tag["json_schema"])}
+        return {"type": "grammar", "grammar": to_ebnf(compilable_schema(tag["json_schema"]))}
     return {k: compact_json_formats(v, to_ebnf) for k, v in tag.items()}
 
 
@@ -114,6 +115,20 @@ _FORMATS = {
 }
 _TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
 
+# xgrammar 0.1.27's `date-time` lets the minute be 60 and its `date`s let every month have 31 days,
+# so these three formats are compiled from exact patterns instead: the proleptic Gregorian
+# calendar (leap years included), no year 0000, no leap second; any offset within ±23:59.
+_YEAR = "([0-9]{3}[1-9]|[0-9]{2}[1-9]0|[0-9][1-9]00|[1-9]000)"
+_LEAP_YEAR = "([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00)"
+_DATE = (f"({_YEAR}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)"
+         f"|02-(0[1-9]|1[0-9]|2[0-8]))|{_LEAP_YEAR}-02-29)")
+_TIME = r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+FORMAT_PATTERNS = {"date": f"^{_DATE}$", "time": f"^{_TIME}$", "date-time": f"^{_DATE}T{_TIME}$"}
+# keywords whose values are subschemas: one, a list of them, or a name -> subschema map
+_ONE_SCHEMA = ("items", "additionalProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems")
+_SCHEMA_LISTS = ("prefixItems", "anyOf", "oneOf", "allOf")
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+
 
 class SchemaError(ValueError):
     """A schema the grammar compiler cannot enforce; ``path`` is where (dotted, relative)."""
@@ -129,6 +144,26 @@ def check_schema(schema: Any) -> None:
     if not isinstance(schema, dict | bool):
         raise SchemaError("a JSON Schema is an object (or a boolean)", "")
     _check_node(schema, "", schema)
+
+
+def compilable_schema(schema: Any) -> Any:
+    """``schema`` (already checked) as handed to the compiler: the formats in ``FORMAT_PATTERNS``
+    replaced by their patterns. Values (``const``, ``enum``, annotations) are left as they are."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "format" and value in FORMAT_PATTERNS:
+            out["pattern"] = FORMAT_PATTERNS[value]
+        elif key in _ONE_SCHEMA:
+            out[key] = compilable_schema(value)
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [compilable_schema(v) for v in value]
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: compilable_schema(v) for name, v in value.items()}
+        else:
+            out[key] = value
+    return out
 
 
 def _join(path: str, key: str | int) -> str:
@@ -147,6 +182,12 @@ def _check_node(node: Any, path: str, root: Any) -> None:
             if key in node:
                 raise SchemaError(f"`{key}` can be enforced by the grammar on integers only (`\"type\": \"integer\"`)",
                                   _join(path, key))
+    shaped = [key for key in ("pattern", "format") if key in node]
+    for key in ("format", "minLength", "maxLength"):
+        if key in node and shaped and shaped[0] != key:
+            # xgrammar keeps the pattern (or the format) and silently drops the other
+            raise SchemaError(f"`{key}` together with `{shaped[0]}` cannot be enforced by the grammar",
+                              _join(path, key))
     for key, value in node.items():
         here = _join(path, key)
         if key in _ANNOTATIONS:
@@ -160,15 +201,14 @@ def _check_node(node: Any, path: str, root: Any) -> None:
         elif key == "format":
             if value not in _FORMATS:
                 raise SchemaError(f"the format {value!r} cannot be enforced by the grammar", here)
-        elif key in ("properties", "patternProperties", "$defs", "definitions"):
+        elif key in _SCHEMA_MAPS:
             if not isinstance(value, dict):
                 raise SchemaError(f"`{key}` must be an object", here)
             for name, sub in value.items():
                 _check_node(sub, _join(here, name), root)
-        elif key in ("items", "additionalProperties", "propertyNames", "unevaluatedProperties",
-                     "unevaluatedItems"):
+        elif key in _ONE_SCHEMA:
             _check_node(value, here, root)
-        elif key in ("prefixItems", "anyOf", "oneOf", "allOf"):
+        elif key in _SCHEMA_LISTS:
             if not isinstance(value, list) or not value:
                 raise SchemaError(f"`{key}` must be a non-empty array", here)
             if key == "allOf" and len(value) > 1:

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ...core.grammar import Grammar, SchemaError, check_schema, regex_grammar, structural_tag_grammar
+from ...core.grammar import Grammar, SchemaError, check_schema, compilable_schema, regex_grammar, structural_tag_grammar
 from ...core.request import ForcedTool, Tool, ToolChoice
 from ...errors import InvalidInputError
 from ...wire import Strict
@@ -121,7 +121,7 @@ def json_schema_grammar(schema: Any, param: str, strict: bool = True) -> Grammar
     _check(schema, param)
     if not strict:
         schema = {**schema, "additionalProperties": True} if isinstance(schema, dict) else schema
-    return Grammar("json_schema", dumps(schema), param)
+    return Grammar("json_schema", dumps(compilable_schema(schema)), param)
 
 
 # ---- tools ----------------------------------------------------------------------------------

@@ -1,0 +1,179 @@
+"""Decoding on one model shape, csi-web against transformers.js in the same browser run: tokens/s
+(greedy, and with top_p + stop + logprobs), the per-token split, time to first token, and the
+second turn of a chat with and without the prefix cache."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+MESSAGES = [{"role": "user", "content": "What does json.dumps do?"}]
+SECOND = "And what does json.loads do? Explain it in detail, please."
+
+DECODE_SCRIPT = """
+async ([model, device, hub, messages, second, tokens, rounds, withTjs]) => {
+  const { CreateWebWorkerEngine } = await import('/web/engine.js');
+  const t0 = performance.now();
+  const engine = await CreateWebWorkerEngine(new Worker('/worker/worker.js', {type: 'module'}), model,
+                                             {device, hubMirror: hub});
+  const load_s = (performance.now() - t0) / 1000;
+  let tjs = null;
+  let pageStamps = [];
+  const ask = (msg) => new Promise((resolve, reject) => {
+    pageStamps = [];
+    tjs.onmessage = ({data}) => {
+      if ('token' in data) { pageStamps.push(performance.now()); return; }
+      data.ok ? resolve(data) : reject(new Error(data.error));
+    };
+    tjs.postMessage(msg);
+  });
+  let tjsLoad = null;
+  if (withTjs) {
+    tjs = new Worker('/bench/tjs_worker.js', {type: 'module'});
+    tjsLoad = await ask({type: 'load', model, device, hub});
+  }
+
+  async function ours(extra = {}) {
+    const start = performance.now();
+    const stamps = [];
+    let usage = null;
+    const s = await engine.chat.completions.create({messages, stream: true, temperature: 0, ignore_eos: true,
+      max_tokens: tokens, stream_options: {include_usage: true}, return_token_ids: true,
+      extra_body: {enable_latency_breakdown: true}, ...extra});
+    let n = 0;
+    for await (const c of s) {
+      for (const ch of c.choices) {
+        const k = (ch.token_ids ?? []).length;
+        for (let i = 0; i < k; i++) stamps.push(performance.now());
+        n += k;
+      }
+      if (c.usage) usage = c.usage;
+    }
+    const b = usage.extra.latencyBreakdown;
+    const mean = (xs) => xs.slice(1).reduce((a, x) => a + x, 0) / Math.max(1, xs.length - 1);
+    const page_tpot = (stamps.at(-1) - stamps[0]) / 1000 / (n - 1);
+    return {tokens: n, prompt_tokens: usage.prompt_tokens, ttft_s: (stamps[0] - start) / 1000,
+            decode_tokens_per_s: 1 / page_tpot,
+            // per decoded token (the prefill step left out), in seconds
+            forward_s: mean(b.forwardTime), sampling_s: mean(b.totalTime),
+            engine_tpot_s: usage.extra.time_per_output_token_s, page_tpot_s: page_tpot};
+  }
+  const theirs = () => ask({type: 'generate', messages, tokens});
+
+  const full = {top_p: 0.9, temperature: 0.7, seed: 1, stop: ['<<never>>', '\\n\\n\\n'], logprobs: true,
+                top_logprobs: 5};
+  await ours(); await ours(full); if (tjs) await theirs();  // warm-up
+  const runs = {greedy: [], full: [], transformers_js: []};
+  for (let i = 0; i < rounds; i++) {
+    runs.greedy.push(await ours());
+    runs.full.push(await ours(full));
+    if (tjs) runs.transformers_js.push(await theirs());
+  }
+
+  // second turn: time to first token with the prefix cache, and after resetChat() without it
+  const first = await engine.chat.completions.create({messages, temperature: 0, max_tokens: 16, ignore_eos: true});
+  const next = [...messages, {role: 'assistant', content: first.choices[0].message.content},
+                {role: 'user', content: second}];
+  const turn = {reuse: [], no_reuse: [], cached_tokens: 0, prompt_tokens: 0};
+  for (let i = 0; i < rounds; i++) {
+    await engine.chat.completions.create({messages, temperature: 0, max_tokens: 16, ignore_eos: true});
+    const w = await engine.chat.completions.create({messages: next, temperature: 0, max_tokens: 1});
+    turn.reuse.push(w.usage.extra.time_to_first_token_s);
+    turn.cached_tokens = w.usage.prompt_tokens_details.cached_tokens;
+    turn.prompt_tokens = w.usage.prompt_tokens;
+    await engine.resetChat();
+    const c = await engine.chat.completions.create({messages: next, temperature: 0, max_tokens: 1});
+    turn.no_reuse.push(c.usage.extra.time_to_first_token_s);
+  }
+  await engine.unload();
+  engine.terminate?.();
+  tjs?.terminate();
+  return {load_s, tjs_load_s: tjsLoad?.load_s ?? null, runs, turn};
+}
+"""
+
+
+def _med(rows: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(r[key] for r in rows)
+
+
+def decode_bench(page: Any, model: str, device: str, hub: str | None, tokens: int, rounds: int,
+                 with_transformers_js: bool = True) -> dict[str, Any]:
+    """One model on one device: the figures of the issue's table, medians of ``rounds``."""
+    raw = page.evaluate(DECODE_SCRIPT, [model, device, hub, MESSAGES, SECOND, tokens, rounds,
+                                        with_transformers_js])
+    runs, turn = raw["runs"], raw["turn"]
+    out: dict[str, Any] = {"model": model, "device": device, "generated_tokens": tokens, "rounds": rounds,
+                           "prompt_tokens": runs["greedy"][0]["prompt_tokens"], "load_s": raw["load_s"]}
+
+    def split(rows: list[dict[str, Any]]) -> dict[str, float]:
+        forward, sampling = _med(rows, "forward_s"), _med(rows, "sampling_s")
+        engine, page_tpot = _med(rows, "engine_tpot_s"), _med(rows, "page_tpot_s")
+        return {"forward_ms": forward * 1000, "sampling_ms": sampling * 1000,
+                "python_and_bridge_ms": (engine - forward - sampling) * 1000,
+                "messaging_to_page_ms": (page_tpot - engine) * 1000, "total_ms": page_tpot * 1000}
+
+    greedy, full = _med(runs["greedy"], "decode_tokens_per_s"), _med(runs["full"], "decode_tokens_per_s")
+    out["decode_tokens_per_s"] = {"csi_web_greedy": greedy, "csi_web_top_p_stop_logprobs": full}
+    out["time_to_first_token_s"] = {"csi_web": _med(runs["greedy"], "ttft_s")}
+    if runs["transformers_js"]:
+        theirs = _med(runs["transformers_js"], "decode_tokens_per_s")
+        out["decode_tokens_per_s"] |= {"transformers_js_greedy": theirs, "ratio_greedy": greedy / theirs,
+                                       "ratio_top_p_stop_logprobs_vs_their_greedy": full / theirs}
+        out["time_to_first_token_s"]["transformers_js"] = _med(runs["transformers_js"], "ttft_s")
+        out["transformers_js_load_s"] = raw["tjs_load_s"]
+    out["per_token_split"] = {"greedy": split(runs["greedy"]), "top_p_stop_logprobs": split(runs["full"])}
+    out["second_turn_time_to_first_token_s"] = {
+        "with_prefix_reuse": statistics.median(turn["reuse"]),
+        "without_prefix_reuse": statistics.median(turn["no_reuse"]),
+        "cached_tokens": turn["cached_tokens"], "prompt_tokens": turn["prompt_tokens"]}
+    return out
+
+
+SAMPLING_SCRIPT = """
+async ([vocab, repeats]) => {
+  const { Sampler } = await import('/worker/sampling.js');
+  // a fixed pseudo-random normal sample (so every run weighs the same logits)
+  let s = 12345;
+  const rand = () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296);
+  const gauss = () => Math.sqrt(-2 * Math.log(rand() + 1e-12)) * Math.cos(2 * Math.PI * rand());
+  const shapes = {
+    flat: Float32Array.from({length: vocab}, () => gauss() * 0.05),
+    normal: Float32Array.from({length: vocab}, () => gauss()),
+    peaked: Float32Array.from({length: vocab}, () => gauss() * 4),
+  };
+  const knobs = {
+    greedy: {temperature: 0},
+    greedy_logprobs: {temperature: 0, logprobs: true, top_logprobs: 5},
+    temperature: {temperature: 0.8},
+    top_p: {temperature: 0.7, top_p: 0.9},
+    top_p_logprobs: {temperature: 0.7, top_p: 0.9, logprobs: true, top_logprobs: 5},
+    top_k_top_p: {temperature: 0.8, top_k: 40, top_p: 0.95},
+    everything: {temperature: 0.7, top_k: 0, top_p: 0.9, repetition_penalty: 1.1, frequency_penalty: 0.5,
+                 presence_penalty: 0.3, logit_bias: [[5, 2], [9, -100]], logprobs: true, top_logprobs: 20},
+  };
+  const sequence = Array.from({length: 512}, (_, i) => (i * 7919) % vocab);
+  const out = {};
+  for (const [shape, logits] of Object.entries(shapes)) {
+    out[shape] = {};
+    for (const [knob, k] of Object.entries(knobs)) {
+      const sampler = new Sampler({top_k: 0, top_p: 1, seed: 1, ...k});
+      for (let i = 0; i < 20; i++) sampler.choose(logits, sequence);
+      const times = [];
+      for (let i = 0; i < repeats; i++) {
+        const t = performance.now();
+        sampler.choose(logits, sequence);
+        times.push(performance.now() - t);
+      }
+      times.sort((a, b) => a - b);
+      out[shape][knob] = times[times.length >> 1];
+    }
+  }
+  return out;
+}
+"""
+
+
+def sampling_bench(page: Any, vocab: int = 151_936, repeats: int = 100) -> dict[str, Any]:
+    """Milliseconds per token of worker/sampling.js alone (median), by knob and distribution shape."""
+    return {"vocab": vocab, "ms_per_token": page.evaluate(SAMPLING_SCRIPT, [vocab, repeats])}

@@ -1,0 +1,66 @@
+"""Cold and warm start to the first token (tiny-chat, WASM), split by stage.
+
+Cold: the first visit, in a new browser profile (empty HTTP cache, code cache and storage). Warm:
+the next visit in the same profile, the first page closed (what a returning user gets)."""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+from typing import Any
+
+START_SCRIPT = """
+async ([model]) => {
+  const t0 = performance.now();
+  const { CreateWebWorkerEngine } = await import('/web/engine.js');
+  const t1 = performance.now();
+  const stages = [];
+  const engine = await CreateWebWorkerEngine(new Worker('/worker/worker.js', {type: 'module'}), model, {
+    device: 'wasm',
+    initProgressCallback: (r) => stages.push([r.stage ?? null, performance.now() - t0]),
+  });
+  const t2 = performance.now();
+  const s = await engine.chat.completions.create({messages: [{role: 'user', content: 'Hello!'}], stream: true,
+                                                  max_tokens: 4, temperature: 0});
+  let first = null;
+  for await (const c of s) if (first === null && c.choices[0]?.delta?.content) first = performance.now();
+  const boot = await engine.send('boot_timings');
+  engine.terminate();
+  return {engine_module_s: (t1 - t0) / 1000, engine_ready_s: (t2 - t0) / 1000,
+          first_token_s: ((first ?? performance.now()) - t0) / 1000, boot};
+}
+"""
+
+
+def _visit(context: Any, url: str) -> dict[str, Any]:
+    page = context.new_page()
+    page.set_default_timeout(600_000)
+    page.goto(url + "web/engine.js")  # a document of the site that runs nothing itself
+    r = page.evaluate(START_SCRIPT, ["tiny-chat"])
+    page.close()
+    boot = r.pop("boot")
+    in_python = sum(boot.values())
+    return {"to_first_token_s": r["first_token_s"], "pyodide_boot_s": boot["pyodide_s"],
+            "wheels_s": boot["wheels_s"], "imports_s": boot["imports_s"],
+            "model_and_rest_to_ready_s": r["engine_ready_s"] - r["engine_module_s"] - in_python,
+            "first_request_to_first_token_s": r["first_token_s"] - r["engine_ready_s"],
+            "engine_module_s": r["engine_module_s"]}
+
+
+def startup_bench(playwright: Any, url: str, chromium: str, args: list[str], rounds: int = 3) -> dict[str, Any]:
+    """Medians over ``rounds`` fresh profiles, each visited twice (cold, then warm)."""
+    cold, warm = [], []
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as profile:
+            context = playwright.chromium.launch_persistent_context(profile, executable_path=chromium, args=args)
+            try:
+                cold.append(_visit(context, url))
+                warm.append(_visit(context, url))
+            finally:
+                context.close()
+
+    def med(rows: list[dict[str, float]]) -> dict[str, float]:
+        return {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+
+    return {"model": "tiny-chat", "device": "wasm", "rounds": rounds, "cold": med(cold), "warm": med(warm),
+            "targets_s": {"cold": 3.0, "warm": 1.5}}
