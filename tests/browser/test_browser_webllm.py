@@ -188,3 +188,24 @@ def test_an_abort_signal_ends_its_own_request_only(webllm_page):
     assert out["a"] == "abort" and 0 < out["n"] < 4000
     assert out["o"] in ("stop", "length")
     assert out["finishes"] == ["abort"] and out["pending"] == 0
+
+
+def test_latency_breakdown_comes_from_the_worker_one_entry_per_token(webllm_page):
+    """``extra_body.enable_latency_breakdown`` timed by the JS bridge around the real forward pass
+    and the sampler on the worker: one entry per generated token, the parts adding up."""
+    usage = webllm_page.ok(
+        """const r = await engine.chat.completions.create({messages: arg, max_tokens: 5, ignore_eos: true,
+             temperature: 0.8, top_p: 0.9, logit_bias: {'5': 1}, presence_penalty: 0.3, logprobs: true,
+             extra_body: {enable_latency_breakdown: true}});
+           return r.usage;""", USER)
+    breakdown = usage["extra"]["latencyBreakdown"]
+    assert usage["completion_tokens"] == 5
+    assert {k: len(v) for k, v in breakdown.items()} == {k: 5 for k in (
+        "forwardTime", "logitProcessorTime", "grammarBitmaskTime", "penaltyTime", "logitBiasTime", "sampleTime",
+        "totalTime")}
+    assert all(f > 0 for f in breakdown["forwardTime"])
+    assert sum(breakdown["forwardTime"]) < usage["extra"]["e2e_latency_s"]
+    for i in range(5):
+        parts = sum(breakdown[k][i] for k in ("logitProcessorTime", "grammarBitmaskTime", "penaltyTime",
+                                               "logitBiasTime", "sampleTime"))
+        assert parts == pytest.approx(breakdown["totalTime"][i], abs=1e-4)
