@@ -42,6 +42,11 @@ function yieldToEventLoop() {
   });
 }
 
+/** The per-token states of an encoder's output, under whichever name the model gives them. @param {any} out */
+function tokenStates(out) {
+  return out.last_hidden_state ?? out.logits ?? out.token_embeddings;
+}
+
 /**
  * @typedef {{stage: string, file: string|null, loaded: number, total: number, model: string,
  *            files?: Record<string, number>}} Progress
@@ -65,7 +70,7 @@ class EmbeddingModel {
     let tokens = 0;
     for (const m of inputs.attention_mask.data) tokens += Number(m);
     const out = await this.extractor.model(inputs);
-    const pooled = mean_pooling(out.last_hidden_state ?? out.logits, inputs.attention_mask).normalize(2, -1);
+    const pooled = mean_pooling(tokenStates(out), inputs.attention_mask).normalize(2, -1);
     return { data: pooled.data, dims: pooled.dims, tokens };
   }
 
@@ -84,7 +89,7 @@ class EmbeddingModel {
     }));
     const attention_mask = new Tensor("int64", mask, [rows.length, width]);
     const out = await this.extractor.model({ input_ids: new Tensor("int64", ids, [rows.length, width]), attention_mask });
-    const pooled = mean_pooling(out.last_hidden_state ?? out.logits, attention_mask).normalize(2, -1);
+    const pooled = mean_pooling(tokenStates(out), attention_mask).normalize(2, -1);
     return { data: pooled.data, dims: pooled.dims, tokens: rows.reduce((n, r) => n + r.length, 0) };
   }
 }

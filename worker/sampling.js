@@ -68,10 +68,18 @@ export function argmax(logits) {
 const SORTED_WALK = 512;
 /** Buckets of the histogram over the logit range. */
 const BUCKETS = 4096;
+/**
+ * The histogram spans at most this many temperature-scaled logits below the best (weights down to
+ * e^-40 of the best's); lower tokens share the last bucket, so one far outlier (a -100 bias) does
+ * not squeeze the rest into a few buckets.
+ */
+const SPAN = 40;
+/** A range larger than this is put in order by a finer histogram of its own before sorting. */
+const REFINE_ABOVE = 256;
 
 /**
  * @typedef {{w: Float64Array, idx: Int32Array, bucket: Uint16Array, mass: Float64Array,
- *            count: Int32Array, f32: Float32Array}} Scratch
+ *            count: Int32Array, f32: Float32Array, tmp: Int32Array}} Scratch
  */
 /** @type {Scratch|null} reused across steps (a step is synchronous) */
 let scratch = null;
@@ -80,8 +88,10 @@ let scratch = null;
 function scratchFor(n) {
   if (!scratch || scratch.w.length < n) {
     scratch = {
-      w: new Float64Array(n), idx: new Int32Array(n), bucket: new Uint16Array(n),
+      // idx: a cut bucket as large as the vocabulary may be gathered after SORTED_WALK slots
+      w: new Float64Array(n), idx: new Int32Array(n + SORTED_WALK), bucket: new Uint16Array(n),
       mass: new Float64Array(BUCKETS + 1), count: new Int32Array(BUCKETS + 1), f32: new Float32Array(n),
+      tmp: new Int32Array(n),
     };
   }
   return scratch;
@@ -93,6 +103,45 @@ function scratchFor(n) {
  */
 function sortByKey(key, idx, lo, hi) {
   idx.subarray(lo, hi).sort((a, b) => key[b] - key[a] || a - b);
+}
+
+/**
+ * As {@link sortByKey}, for ranges of any size: a large range is first spread over a histogram of
+ * its own key range (a stable counting sort), then each sub-bucket is put in order the same way.
+ * @param {Float32Array|Float64Array} key @param {Int32Array} idx @param {number} lo @param {number} hi
+ */
+function orderBy(key, idx, lo, hi) {
+  const m = hi - lo;
+  if (m <= REFINE_ABOVE) return sortByKey(key, idx, lo, hi);
+  let top = -Infinity;
+  let bottom = Infinity;
+  for (let j = lo; j < hi; j++) {
+    const x = key[idx[j]];
+    if (x > top) top = x;
+    if (x < bottom) bottom = x;
+  }
+  if (top === bottom) {
+    idx.subarray(lo, hi).sort(); // all tied: by id
+    return;
+  }
+  if (!Number.isFinite(top - bottom)) return sortByKey(key, idx, lo, hi);
+  const subs = Math.min(1024, m);
+  const scale = (subs - 1) / (top - bottom);
+  const start = new Int32Array(subs + 1);
+  for (let j = lo; j < hi; j++) start[(((top - key[idx[j]]) * scale) | 0) + 1]++;
+  for (let b = 1; b <= subs; b++) start[b] += start[b - 1];
+  const tmp = /** @type {Scratch} */ (scratch).tmp;
+  for (let j = lo; j < hi; j++) {
+    const id = idx[j];
+    tmp[start[((top - key[id]) * scale) | 0]++] = id;
+  }
+  idx.set(tmp.subarray(0, m), lo);
+  // start[b] is now where sub-bucket b ends
+  for (let b = 0, from = lo; b < subs; b++) {
+    const to = lo + start[b];
+    if (to - from > 1) orderBy(key, idx, from, to);
+    from = to;
+  }
 }
 
 /**
@@ -114,7 +163,7 @@ function gatherBucket(sc, n, b, start) {
   // gathered by id: only distinct weights need a sort (ties stay by id)
   let distinct = false;
   for (let j = start + 1; j < m && !distinct; j++) distinct = w[idx[j]] !== w[idx[start]];
-  if (distinct) sortByKey(w, idx, start, m);
+  if (distinct) orderBy(w, idx, start, m);
   return m - start;
 }
 
@@ -154,7 +203,8 @@ function kept(logits, p) {
   }
   const invT = 1 / p.temperature;
   const topP = Math.min(p.top_p, 1);
-  const scale = max > min ? (BUCKETS - 1) / (max - min) : 0;
+  const span = Math.min(max - min, SPAN / invT);
+  const scale = span > 0 ? (BUCKETS - 1) / span : 0;
   /** @type {Kept} */
   const out = { w, idx, sorted: true, count: 0, mass: 0, lse: NaN, n, cut: -1, cutStart: 0, cutTaken: 0 };
   if (p.top_k > 0 && p.top_k < n) {
@@ -162,7 +212,8 @@ function kept(logits, p) {
     count.fill(0);
     for (let i = 0; i < n; i++) {
       const v = logits[i];
-      const b = v > -Infinity ? ((max - v) * scale) | 0 : BUCKETS;
+      const d = (max - v) * scale;
+      const b = v > -Infinity ? (d < BUCKETS - 1 ? d | 0 : BUCKETS - 1) : BUCKETS;
       bucket[i] = b;
       count[b]++;
     }
@@ -174,7 +225,7 @@ function kept(logits, p) {
     if (cut < BUCKETS) {
       let g = m;
       for (let i = 0; i < n; i++) if (bucket[i] === cut) idx[g++] = i;
-      sortByKey(logits, idx, m, g);
+      orderBy(logits, idx, m, g);
       m = Math.min(g, p.top_k);
     }
     let c = 0;
@@ -186,7 +237,7 @@ function kept(logits, p) {
         idx[c++] = id;
       }
     }
-    sortByKey(w, idx, 0, c);
+    orderBy(w, idx, 0, c);
     out.count = c;
     for (let j = 0; j < c; j++) out.mass += w[idx[j]];
     return topP < 1 ? topPOfSorted(out, topP) : out;
@@ -201,7 +252,8 @@ function kept(logits, p) {
     w[i] = x;
     total += x;
     if (x > 0) {
-      const b = ((max - v) * scale) | 0;
+      const d = (max - v) * scale;
+      const b = d < BUCKETS - 1 ? d | 0 : BUCKETS - 1;
       bucket[i] = b;
       mass[b] += x;
       count[b]++;
@@ -279,7 +331,7 @@ export function candidates(logits, p) {
     const below = [];
     for (let i = 0; i < k.n; i++) if (bucket[i] < k.cut) below.push(i);
     ids = Int32Array.from([...below, ...k.idx.subarray(k.cutStart, k.cutStart + k.cutTaken)]);
-    sortByKey(k.w, ids, 0, ids.length);
+    orderBy(k.w, ids, 0, ids.length);
   }
   const probs = new Float64Array(ids.length);
   let mass = 0;

@@ -48,13 +48,17 @@ def _shapes(size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     masked = np.where(rng.random(size) < 0.9, -np.inf, normal).astype(np.float32)
     one = np.full(size, -np.inf, dtype=np.float32)
     one[size // 3] = 0.5
-    return {"flat": (normal * 0.05).astype(np.float32), "normal": normal, "peaked": peaked,
-            "ties": ties.astype(np.float32), "masked": masked, "one": one}
+    flat = (normal * 0.05).astype(np.float32)
+    outlier = flat.copy()  # one far-off token (a -100 bias) must not coarsen the order of the rest
+    outlier[size // 5] -= np.float32(100)
+    return {"flat": flat, "normal": normal, "peaked": peaked, "ties": ties.astype(np.float32),
+            "masked": masked, "one": one, "outlier": outlier, "constant": np.full(size, 0.25, dtype=np.float32)}
 
 
 PARAMS = [SamplingParams(1.0), SamplingParams(0.7, 0, 0.9), SamplingParams(1.3, 0, 0.5),
           SamplingParams(1.0, 40, 1.0), SamplingParams(0.8, 1000, 0.95), SamplingParams(0.5, 0, 0.999),
-          SamplingParams(2.0, 3000, 1.0), SamplingParams(1.0, 0, 0.05)]
+          SamplingParams(2.0, 3000, 1.0), SamplingParams(1.0, 0, 0.05), SamplingParams(0.05, 0, 0.999),
+          SamplingParams(0.3, 2000, 0.99)]
 
 
 def _run(cases: list[dict], logits: np.ndarray, tmp: Path) -> list[dict]:
