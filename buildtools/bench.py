@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .bench_decode import TIMED_STREAM
 from .index_bench import index_bench
 from .serve import serve_in_thread
 
@@ -22,23 +23,13 @@ ROUNDS = 7
 
 EXTRAS_SCRIPT = """
 async ([messages, tokens, rounds]) => {
+""" + TIMED_STREAM + """
   const { CreateWebWorkerEngine } = await import('/web/engine.js');
   const engine = await CreateWebWorkerEngine(new Worker('/worker/worker.js', {type: 'module'}),
                                              'tiny-chat', {device: 'wasm'});
   async function ours(extra = {}) {
-    const stamps = [];
-    let usage = null;
-    const s = await engine.chat.completions.create({messages, stream: true, temperature: 0, ignore_eos: true,
-      max_tokens: tokens, stream_options: {include_usage: true}, return_token_ids: true, ...extra});
-    let n = 0;
-    for await (const c of s) {
-      for (const ch of c.choices) {
-        const k = (ch.token_ids ?? []).length;
-        for (let i = 0; i < k; i++) stamps.push(performance.now());
-        n += k;
-      }
-      if (c.usage) usage = c.usage;
-    }
+    const {stamps, usage, n} = await timedStream(engine, {messages, temperature: 0, ignore_eos: true,
+                                                          max_tokens: tokens, ...extra});
     return {decode_tokens_per_s: (n - 1) / ((stamps.at(-1) - stamps[0]) / 1000),
             grammar_per_token_s: usage.extra.grammar_per_token_s ?? null,
             forward_s: null};

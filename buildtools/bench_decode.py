@@ -10,8 +10,30 @@ from typing import Any
 MESSAGES = [{"role": "user", "content": "What does json.dumps do?"}]
 SECOND = "And what does json.loads do? Explain it in detail, please."
 
+# A streamed request timed on the page: one stamp per token as its chunk arrives. Pasted into the
+# scripts below (page.evaluate takes one function).
+TIMED_STREAM = """
+  async function timedStream(engine, request) {
+    const stamps = [];
+    let usage = null;
+    const s = await engine.chat.completions.create({...request, stream: true, return_token_ids: true,
+                                                    stream_options: {include_usage: true}});
+    let n = 0;
+    for await (const c of s) {
+      for (const ch of c.choices) {
+        const k = (ch.token_ids ?? []).length;
+        for (let i = 0; i < k; i++) stamps.push(performance.now());
+        n += k;
+      }
+      if (c.usage) usage = c.usage;
+    }
+    return {stamps, usage, n};
+  }
+"""
+
 DECODE_SCRIPT = """
 async ([model, device, hub, messages, second, tokens, rounds, withTjs]) => {
+""" + TIMED_STREAM + """
   const { CreateWebWorkerEngine } = await import('/web/engine.js');
   const t0 = performance.now();
   const engine = await CreateWebWorkerEngine(new Worker('/worker/worker.js', {type: 'module'}), model,
@@ -35,20 +57,8 @@ async ([model, device, hub, messages, second, tokens, rounds, withTjs]) => {
 
   async function ours(extra = {}) {
     const start = performance.now();
-    const stamps = [];
-    let usage = null;
-    const s = await engine.chat.completions.create({messages, stream: true, temperature: 0, ignore_eos: true,
-      max_tokens: tokens, stream_options: {include_usage: true}, return_token_ids: true,
-      extra_body: {enable_latency_breakdown: true}, ...extra});
-    let n = 0;
-    for await (const c of s) {
-      for (const ch of c.choices) {
-        const k = (ch.token_ids ?? []).length;
-        for (let i = 0; i < k; i++) stamps.push(performance.now());
-        n += k;
-      }
-      if (c.usage) usage = c.usage;
-    }
+    const {stamps, usage, n} = await timedStream(engine, {messages, temperature: 0, ignore_eos: true,
+      max_tokens: tokens, extra_body: {enable_latency_breakdown: true}, ...extra});
     const b = usage.extra.latencyBreakdown;
     const mean = (xs) => xs.slice(1).reduce((a, x) => a + x, 0) / Math.max(1, xs.length - 1);
     const page_tpot = (stamps.at(-1) - stamps[0]) / 1000 / (n - 1);
