@@ -31,8 +31,7 @@ async ([messages, tokens, rounds]) => {
     const {stamps, usage, n} = await timedStream(engine, {messages, temperature: 0, ignore_eos: true,
                                                           max_tokens: tokens, ...extra});
     return {decode_tokens_per_s: (n - 1) / ((stamps.at(-1) - stamps[0]) / 1000),
-            grammar_per_token_s: usage.extra.grammar_per_token_s ?? null,
-            forward_s: null};
+            grammar_per_token_s: usage.extra.grammar_per_token_s ?? null};
   }
   const runs = {};
   const raw = await engine.chat.completions.create({messages, temperature: 0, max_tokens: tokens, ignore_eos: true,
@@ -226,7 +225,7 @@ def _extras(runs: dict[str, Any], insides: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-# (model, Hub repo or None for a built-in, tokens generated, rounds)
+# (model, served from the Hub mirror (else built into the site), tokens generated, rounds)
 SHAPES = [("tiny-chat", False, 128, 5), ("csi-bench/smollm2-135m-shape", True, 64, 3),
           ("csi-bench/qwen2.5-0.5b-shape", True, 32, 3)]
 

@@ -40,13 +40,8 @@ async ([model, device, hub, messages, second, tokens, rounds, withTjs]) => {
                                              {device, hubMirror: hub});
   const load_s = (performance.now() - t0) / 1000;
   let tjs = null;
-  let pageStamps = [];
   const ask = (msg) => new Promise((resolve, reject) => {
-    pageStamps = [];
-    tjs.onmessage = ({data}) => {
-      if ('token' in data) { pageStamps.push(performance.now()); return; }
-      data.ok ? resolve(data) : reject(new Error(data.error));
-    };
+    tjs.onmessage = ({data}) => data.ok ? resolve(data) : reject(new Error(data.error));
     tjs.postMessage(msg);
   });
   let tjsLoad = null;

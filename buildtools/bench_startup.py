@@ -14,11 +14,8 @@ async ([model]) => {
   const t0 = performance.now();
   const { CreateWebWorkerEngine } = await import('/web/engine.js');
   const t1 = performance.now();
-  const stages = [];
-  const engine = await CreateWebWorkerEngine(new Worker('/worker/worker.js', {type: 'module'}), model, {
-    device: 'wasm',
-    initProgressCallback: (r) => stages.push([r.stage ?? null, performance.now() - t0]),
-  });
+  const engine = await CreateWebWorkerEngine(new Worker('/worker/worker.js', {type: 'module'}), model,
+                                             {device: 'wasm'});
   const t2 = performance.now();
   const s = await engine.chat.completions.create({messages: [{role: 'user', content: 'Hello!'}], stream: true,
                                                   max_tokens: 4, temperature: 0});

@@ -498,8 +498,8 @@ export class Sampler {
     this.grammars = params.grammar ? grammars : null;
     /** @type {any} created on the first step */
     this.matcher = null;
-    /** seconds the last `choose` spent on penalties, on the bias, and on the rest */
-    this.timing = { penalty: 0, bias: 0, sample: 0 };
+    /** seconds the last `choose` spent on penalties and on the bias (the rest is the draw and logprobs) */
+    this.timing = { penalty: 0, bias: 0 };
   }
 
   get constrained() {
@@ -561,8 +561,6 @@ export class Sampler {
       ? { token, ...logprobs(processed, token, p.top_logprobs ?? 0, Number.isNaN(lse) ? undefined : lse) }
       : { token };
     this.timing.penalty = (t1 - t0) / 1000 - this.timing.bias;
-    this.timing.sample = (performance.now() - t1) / 1000;
     return choice;
   }
-
 }

@@ -437,10 +437,8 @@ class CPythonBackend:
             if not m.matcher.accept_token(token):
                 raise RuntimeError(f"the grammar rejected token {token} it allowed")
             grammar_s += time.perf_counter() - started
-        result = StepResult(token, grammar_s=grammar_s)
-        if p.logprobs:
-            logprob, top = token_logprobs(processed, token, p.top_logprobs)
-            result = StepResult(token, logprob, top, grammar_s)
+        result = (StepResult(token, *token_logprobs(processed, token, p.top_logprobs), grammar_s) if p.logprobs
+                  else StepResult(token, grammar_s=grammar_s))
         t4 = time.perf_counter()
         for key, seconds in (("forwardTime", t1 - t0), ("logitProcessorTime", 0.0), ("grammarBitmaskTime", grammar_s),
                              ("penaltyTime", t3 - t2), ("logitBiasTime", 0.0),
