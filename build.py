@@ -7,6 +7,7 @@
   python3 build.py bench        ... then run the benchmarks and print JSON
   python3 build.py fuzz         ... then run the fuzzers with 10x the suite's budget
   python3 build.py soak [--minutes N]  ... then N minutes (30) of mixed traffic, and index faults
+  python3 build.py import-gguf FILE.gguf [--id NAME]  ... then make a model the site serves from a GGUF
 """
 
 from __future__ import annotations
@@ -33,12 +34,45 @@ def setup(browser: bool) -> Path:
     return build_site()
 
 
+def import_gguf(rest: list[str], model_id: str | None) -> int:
+    """``import-gguf FILE.gguf [--id NAME]``: a model folder under imported/, then dist/ with it."""
+    import re
+
+    if len(rest) != 1 or not rest[0].endswith(".gguf"):
+        print("usage: python3 build.py import-gguf FILE.gguf [--id NAME]", file=sys.stderr)
+        return 2
+    source = Path(rest[0]).resolve()
+    if not source.is_file():
+        print(f"no such file: {source}", file=sys.stderr)
+        return 2
+    model_id = model_id or re.sub(r"[^a-z0-9._-]+", "-", source.stem.lower()).strip("-.")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", model_id):
+        print(f"--id {model_id!r}: use lowercase letters, digits, '.', '_' and '-'", file=sys.stderr)
+        return 2
+    deps.ensure_python()
+    from buildtools.gguf_import import GGUFImportError, import_gguf as convert
+    from buildtools.site import BUILTIN_IDS, IMPORTED
+
+    if model_id in BUILTIN_IDS:
+        print(f"{model_id!r} is a built-in model's id: choose another with --id", file=sys.stderr)
+        return 2
+    try:
+        convert(source, IMPORTED / model_id)
+    except GGUFImportError as exc:
+        print(f"cannot import {source.name}: {exc}", file=sys.stderr)
+        return 2
+    setup(browser=False)
+    print(f"served at /models/{model_id}/ by `python3 build.py serve`; load it as {model_id!r}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", nargs="?", default="build",
-                        choices=["build", "serve", "test", "bench", "fuzz", "soak"])
+                        choices=["build", "serve", "test", "bench", "fuzz", "soak", "import-gguf"])
     parser.add_argument("--minutes", type=float, default=30.0, help="soak: how long the traffic runs")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--id", dest="model_id", help="import-gguf: the model's id (default: from the file name)")
     args, rest = parser.parse_known_args()
 
     if args.command == "build":
@@ -72,6 +106,8 @@ def main() -> int:
         from buildtools.soak import run_soak
 
         return run_soak(dist, args.minutes)
+    if args.command == "import-gguf":
+        return import_gguf(rest, args.model_id)
     if args.command == "bench":
         dist = setup(browser=True)
         from buildtools.bench import run_bench

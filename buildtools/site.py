@@ -13,6 +13,8 @@ from .lang_data import ensure_lang_data
 from .wheel import build_wheel
 
 DIST = ROOT / "dist"
+BUILTIN_IDS = ("smollm2-135m-instruct", "tiny-chat", "all-minilm-l6-v2", "tiny-gpt2")  # as build_models() makes them
+IMPORTED = ROOT / "imported"  # model folders `python3 build.py import-gguf` made (served with the built-ins)
 NODE = ROOT / "node_modules"
 CSI_VERSION = "0.1.0"
 
@@ -79,14 +81,31 @@ def cached_build(name: str, sources: list[Path], build: Callable[[Path], None]) 
 
 
 def build_models() -> dict[str, Path]:
-    from . import minilm, tiny_chat, tiny_gpt2
+    """The built-in models, in the order a person meets them (the real chat model first)."""
+    from . import minilm, smollm2, tiny_chat, tiny_gpt2
 
     here = Path(__file__).parent
+    gguf_sources = [here / "smollm2.py", here / "gguf_import.py", here / "onnx_decoder.py"]
     return {
+        smollm2.MODEL_ID: cached_build(smollm2.MODEL_ID, gguf_sources, smollm2.build),
         "tiny-chat": cached_build("tiny-chat", [here / "tiny_chat.py", here / "tiny_chat_tools.py"], tiny_chat.build),
         "all-minilm-l6-v2": cached_build("all-minilm-l6-v2", [here / "minilm.py"], minilm.build),
         "tiny-gpt2": cached_build("tiny-gpt2", [here / "tiny_gpt2.py", here / "onnx_decoder.py"], tiny_gpt2.build),
     }
+
+
+def imported_models() -> dict[str, Path]:
+    """The models ``python3 build.py import-gguf`` made, by id."""
+    if not IMPORTED.is_dir():
+        return {}
+    return {p.name: p for p in sorted(IMPORTED.iterdir()) if (p / "config.json").exists()}
+
+
+def _model_entry(model_id: str, folder: Path, source: str) -> dict[str, object]:
+    config = json.loads((folder / "config.json").read_text())
+    causal = any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in config.get("architectures", []))
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    return {"id": model_id, "kind": "chat" if causal else "embedding", "bytes": size, "source": source}
 
 
 def build_hub_models() -> dict[str, Path]:
@@ -140,8 +159,17 @@ def build_site() -> Path:
             stale.unlink()
     (wheels_dir / "wheels.json").write_text(json.dumps(names, indent=1))
 
-    for model_id, folder in build_models().items():
+    models = {model_id: (folder, "built-in") for model_id, folder in build_models().items()}
+    for model_id, folder in imported_models().items():
+        models.setdefault(model_id, (folder, "imported"))
+    for model_id, (folder, _) in models.items():
         sync_tree(folder, DIST / "models" / model_id)
+    for stale in (DIST / "models").iterdir():
+        if stale.is_dir() and stale.name not in models:
+            shutil.rmtree(stale)
+    # the worker's list of the models the site serves (ids it never asks the Hub for)
+    listing = [_model_entry(model_id, folder, source) for model_id, (folder, source) in models.items()]
+    (DIST / "models" / "models.json").write_text(json.dumps({"models": listing}, indent=1) + "\n")
     build_hub_models()
     sync_tree(ensure_lang_data(), DIST / "lang")  # select_language's n-gram data, one file per language
     log(f"dist/ is ready at {DIST}")

@@ -37,6 +37,26 @@ let generating = false;
 let loadedModel = "";
 let loadingModel = false;
 
+/** Fill the model picker with the chat models the site serves (built in and imported), with their sizes. */
+async function listSiteModels() {
+  try {
+    const r = await fetch("models/models.json");
+    if (!r.ok) return;
+    /** @type {{id: string, kind: string, bytes: number, source: string}[]} */
+    const models = (await r.json()).models;
+    const list = $("model-list");
+    const hub = [...list.options].filter((o) => o.value.includes("/"));
+    list.replaceChildren(...models.filter((m) => m.kind === "chat").map((m) => {
+      const option = document.createElement("option");
+      option.value = m.id;
+      option.label = `${m.source}, ${(m.bytes / 1e6).toFixed(0)} MB`;
+      return option;
+    }), ...hub);
+  } catch {
+    // the static list in index.html stays
+  }
+}
+
 function setBusy(busy) {
   generating = busy;
   ui.send.disabled = busy || !engine;
@@ -486,6 +506,9 @@ const settings = {
   max_tokens: Number(params.get("max_tokens") ?? 256),
   ...(params.get("ignore_eos") === "1" ? { ignore_eos: true } : {}),
 };
-ui.modelId.value = params.get("model") ?? "tiny-chat";
+/** The chat model a person meets first. */
+const DEFAULT_MODEL = "smollm2-135m-instruct";
+ui.modelId.value = params.get("model") ?? DEFAULT_MODEL;
+listSiteModels();
 ui.device.value = params.get("device") ?? "wasm";
 load(ui.modelId.value, ui.device.value);

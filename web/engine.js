@@ -2,7 +2,7 @@
 // The page client: a WebLLM-style engine whose work happens in csi-web's module worker.
 //
 //   const engine = await CreateWebWorkerEngine(new Worker("/worker/worker.js", {type: "module"}),
-//                                              "tiny-chat", {initProgressCallback, device: "wasm"});
+//                                              "smollm2-135m-instruct", {initProgressCallback, device: "wasm"});
 //   const reply = await engine.chat.completions.create({messages, stream: false});
 //
 // The messages it exchanges with the worker are declared in ../worker/protocol.js; this module
@@ -638,7 +638,8 @@ export class WebWorkerEngine {
 /**
  * Create an engine in `worker` and load `modelIds` into it.
  * @param {Worker} worker a module worker running /worker/worker.js
- * @param {string|string[]} modelIds built-in ids ("tiny-chat", "all-minilm-l6-v2") or Hugging Face repo ids
+ * @param {string|string[]} modelIds built-in ids ("smollm2-135m-instruct", "tiny-chat", "all-minilm-l6-v2"), ids
+ *   imported from a GGUF, or Hugging Face repo ids
  * @param {EngineConfig} [config]
  * @param {object|object[]} [chatOpts] WebLLM's chat options (see `reload`)
  * @returns {Promise<WebWorkerEngine>}
@@ -668,7 +669,7 @@ export class MLCEngine extends WebWorkerEngine {
 
 /** WebLLM's `prebuiltAppConfig`: the models built into this site. */
 export const prebuiltAppConfig = Object.freeze({
-  model_list: ["tiny-chat", "tiny-gpt2", "all-minilm-l6-v2"].map((id) => ({ model_id: id, model: `/models/${id}/` })),
+  model_list: ["smollm2-135m-instruct", "tiny-chat", "tiny-gpt2", "all-minilm-l6-v2"].map((id) => ({ model_id: id, model: `/models/${id}/` })),
   useIndexedDBCache: false,
 });
 

@@ -20,11 +20,26 @@ import { LOGIT_PROCESSORS } from "./logit_processors.js";
 import { configureRuntime } from "./runtime_env.js";
 import { Sampler } from "./sampling.js";
 
-/** Models built into the site: served from /models/<id>/, full precision. */
-export const BUILTIN_MODELS = ["tiny-chat", "all-minilm-l6-v2", "tiny-gpt2"];
+/**
+ * The models the site serves from /models/<id>/ (built in, or imported from a GGUF by
+ * `python3 build.py import-gguf`), as `models/models.json` lists them; never asked of the Hub.
+ * @type {string[]}
+ */
+export const BUILTIN_MODELS = await siteModels();
 
 configureRuntime();
 for (const id of BUILTIN_MODELS) SITE_ONLY.add(id);
+
+/** @returns {Promise<string[]>} */
+async function siteModels() {
+  try {
+    const r = await fetch(new URL("../models/models.json", import.meta.url));
+    if (r.ok) return (await r.json()).models.map((/** @type {{id: string}} */ m) => m.id);
+  } catch {
+    // a site without the listing: the models every build has
+  }
+  return ["smollm2-135m-instruct", "tiny-chat", "all-minilm-l6-v2", "tiny-gpt2"];
+}
 
 const CAUSAL_ARCH = /(ForCausalLM|LMHeadModel)$/;
 

@@ -24,7 +24,7 @@ def open_page(browser: Any) -> tuple[Any, list[str]]:
 def test_chat_page_streams_a_reply_and_stop_ends_it(browser, site_url):
     page, requests = open_page(browser)
     # 1. a reply that ends by itself; markup in the model's text must stay text
-    page.goto(site_url + "index.html?max_tokens=24&temperature=0")
+    page.goto(site_url + "index.html?model=tiny-chat&max_tokens=24&temperature=0")
     page.wait_for_selector("body[data-ready='true']")
     assert page.locator("#loading").is_hidden()
     page.fill("#prompt", "What does json.dumps do? <b>bold</b>")
@@ -36,7 +36,7 @@ def test_chat_page_streams_a_reply_and_stop_ends_it(browser, site_url):
     assert "tokens/s" in page.locator("#stats").inner_text()
 
     # 2. a long reply, streamed, stopped by the Stop button
-    page.goto(site_url + "index.html?max_tokens=900&ignore_eos=1&temperature=0")
+    page.goto(site_url + "index.html?model=tiny-chat&max_tokens=900&ignore_eos=1&temperature=0")
     page.wait_for_selector("body[data-ready='true']")
     page.fill("#prompt", "Tell me about the textwrap module.")
     page.click("#send")
@@ -91,12 +91,12 @@ def cpython_answer(question: str, max_tokens: int) -> dict:
         csi._run(index_face.put(csi.index, [
             {"path": {"namespace": "playground", "collection": "documents", "name": name}, "contents": [{"text": t}]}
             for name, t in {**PAGE_DOCS, **PAGE_FILES}.items()]))
-        return sa(csi, sa.input_type(question=question, max_tokens=max_tokens, **index)).model_dump(mode="json")
+        return sa(csi, sa.input_type(question=question, max_tokens=max_tokens, model="tiny-chat", **index)).model_dump(mode="json")
 
 
 def test_documents_panel_adds_lists_searches_asks_and_deletes(browser, site_url):
     page, requests = open_page(browser)
-    page.goto(site_url + "index.html?max_tokens=24&temperature=0")
+    page.goto(site_url + "index.html?model=tiny-chat&max_tokens=24&temperature=0")
     page.wait_for_selector("body[data-ready='true']")
     page.click("#docs summary")
     page.wait_for_selector("#doc-add:enabled")
@@ -175,7 +175,7 @@ def test_playground_answers_in_json_and_runs_the_tools_the_model_calls(browser, 
     import jsonschema
 
     page, requests = open_page(browser)
-    page.goto(site_url + "index.html?max_tokens=160&temperature=0.7")
+    page.goto(site_url + "index.html?model=tiny-chat&max_tokens=160&temperature=0.7")
     page.wait_for_selector("body[data-ready='true']")
     page.click("#structure summary")
     # 1. a JSON Schema typed into the panel: the reply validates against it
@@ -219,7 +219,7 @@ def test_model_insides_view_draws_one_heatmap_row_per_token_and_the_top_k_bars(b
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.set_viewport_size({"width": 1000, "height": 1800})
-    page.goto(site_url + "index.html")
+    page.goto(site_url + "index.html?model=tiny-chat")
     page.wait_for_selector("body[data-ready='true']")
     page.click("#insides summary")
     page.fill("#insides-prompt", INSIDES_PROMPT)

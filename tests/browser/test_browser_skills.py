@@ -61,11 +61,12 @@ def test_register_metadata_run_errors_and_survive_a_reload(skills_page, site_url
 
 
 WHERE = {"namespace": "skills", "collection": "docs", "index": "small"}
+FAST = {"model": "tiny-chat"}  # the example skills' default is the real model; these tests check plumbing
 DOCUMENTS = [{"path": {"namespace": "skills", "collection": "docs", "name": name}, "contents": [{"text": text}]}
              for name, text in SEARCH_DOCS.items()]
-QUESTIONS = [{"question": "What does json.dumps return?", **WHERE},
-             {"question": "When do owls hunt?", "max_results": 2, **WHERE},
-             {"question": "What does json.dumps return?", "min_score": 0.99, **WHERE}]
+QUESTIONS = [{"question": "What does json.dumps return?", **WHERE, **FAST},
+             {"question": "When do owls hunt?", "max_results": 2, **WHERE, **FAST},
+             {"question": "What does json.dumps return?", "min_score": 0.99, **WHERE, **FAST}]
 
 
 def test_search_answer_agrees_with_cpython_and_cites_real_sections(skills_page):

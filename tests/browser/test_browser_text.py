@@ -112,8 +112,9 @@ def test_a_skill_using_chat_chunk_and_select_language_agrees_with_cpython(engine
 
 
 EXAMPLE_INPUTS = {
-    "summarize": {"text": "JSON is a lightweight data format. It is easy to read. " * 12, "chunk_tokens": 32},
-    "reply-in-language": {"message": "Wie spät ist es heute in Berlin?"},
+    "summarize": {"text": "JSON is a lightweight data format. It is easy to read. " * 12, "chunk_tokens": 32,
+                  "model": "tiny-chat"},
+    "reply-in-language": {"message": "Wie spät ist es heute in Berlin?", "model": "tiny-chat"},
     "language-sections": {"text": "The cat sleeps on the sofa all day long. " * 2
                           + "Le chat dort sur le canapé toute la journée. " * 2,
                           "languages": ["eng", "fra", "deu"], "max_tokens": 16},

@@ -12,7 +12,7 @@ class Input(BaseModel):
     languages: list[Language] = Field(
         default=[Language.English, Language.German, Language.French, Language.Spanish, Language.Italian],
         description="The languages to choose from (ISO 639-3)")
-    model: str = Field(default="tiny-chat", description="A loaded chat model")
+    model: str = Field(default="smollm2-135m-instruct", description="A loaded chat model")
     max_tokens: int = Field(default=64, ge=1)
 
 

@@ -18,7 +18,7 @@ class Input(BaseModel):
     index: str = Field(description="The search index of the collection to search")
     max_results: int = Field(default=3, ge=1, le=10, description="How many sections to put in the prompt")
     min_score: float | None = Field(default=None, description="Leave out sections scoring below this")
-    model: str = Field(default="tiny-chat", description="A loaded chat model")
+    model: str = Field(default="smollm2-135m-instruct", description="A loaded chat model")
     max_tokens: int = Field(default=64, ge=1)
 
 

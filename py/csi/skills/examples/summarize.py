@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from csi.sdk import ChunkParams, CompletionParams, CompletionRequest, Csi, skill
+from csi.sdk import ChatParams, ChatRequest, ChunkParams, Csi, Message, skill
+
+
+SYSTEM = "Summarize the text you are given in one short sentence."
 
 
 class Input(BaseModel):
     text: str = Field(description="The text to summarize")
-    model: str = Field(default="tiny-chat", description="A loaded chat model")
+    model: str = Field(default="smollm2-135m-instruct", description="A loaded chat model")
     chunk_tokens: int = Field(default=128, ge=8, description="Tokens per chunk")
     summary_tokens: int = Field(default=32, ge=1, le=512, description="Tokens per chunk summary")
 
@@ -21,10 +24,9 @@ class Output(BaseModel):
 
 @skill
 def summarize(csi: Csi, input: Input) -> Output:
-    """Summarize a text of any length: one greedy summary line per chunk, joined."""
+    """Summarize a text of any length: one greedy one-sentence summary per chunk, joined."""
     chunks = csi.chunk(input.text, ChunkParams(input.model, max_tokens=input.chunk_tokens))
-    params = CompletionParams(max_tokens=input.summary_tokens, temperature=0.0, stop=["\n"],
-                              return_special_tokens=False)
-    requests = [CompletionRequest(input.model, f"Text: {c}\nOne-line summary:", params) for c in chunks]
-    lines = [c.text.strip() for c in csi.complete_concurrent(requests)]
+    params = ChatParams(max_tokens=input.summary_tokens, temperature=0.0)
+    requests = [ChatRequest(input.model, [Message.system(SYSTEM), Message.user(c)], params) for c in chunks]
+    lines = [" ".join((r.message.content or "").split()) for r in csi.chat_concurrent(requests)]
     return Output(summary=" ".join(line for line in lines if line), chunks=len(chunks))
