@@ -178,8 +178,8 @@ def test_completions_take_response_format_too(engine):
     ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"if": {"type": "string"}}}},
      "response_format.json_schema.schema.if", "`if`"),
     ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": {
-        "p": {"type": "number", "maximum": 2.5}}}}},
-     "response_format.json_schema.schema.properties.p.maximum", "integers only"),
+        "p": {"type": "number", "maximum": 2.5, "enum": [1, 3]}}}}},
+     "response_format.json_schema.schema.properties.p.maximum", "beside `enum`"),
     ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "integer", "multipleOf": 3}}},
      "response_format.json_schema.schema.multipleOf", "`multipleOf`"),
     ({"type": "json_schema", "json_schema": {"name": "x", "schema": {

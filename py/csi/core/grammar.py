@@ -3,11 +3,14 @@ applies to every token's logits. Pure data and checks; no compiler here."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from json import dumps
 from typing import Any, Literal
+
+from .json_numbers import MARKER_PREFIX, NumberRange, bounded_numbers, decimal_of, range_rules
 
 GrammarKind = Literal["json_schema", "ebnf", "structural_tag"]
 
@@ -55,17 +58,22 @@ def json_formats(tag: Any) -> list[Any]:
 
 
 def compact_json_formats(tag: Any, to_ebnf: Callable[[Any], str]) -> Any:
-    """``tag`` with every ``json_schema`` format replaced by its compact EBNF (``to_ebnf``: the
-    backend's converter, given the ``compilable_schema``). xgrammar compiles a structural tag's
-    JSON with any whitespace, without limit; a small model then spins on newlines. Compact JSON
-    cannot."""
+    """``tag`` with every ``json_schema`` format replaced by its compact EBNF (``json_schema_ebnf``).
+    xgrammar compiles a structural tag's JSON with any whitespace, without limit; a small model then
+    spins on newlines. Compact JSON cannot."""
     if isinstance(tag, list):
         return [compact_json_formats(item, to_ebnf) for item in tag]
     if not isinstance(tag, dict):
         return tag
     if tag.get("type") == "json_schema" and "json_schema" in tag:
-        return {"type": "grammar", "grammar": to_ebnf(compilable_schema(tag["json_schema"]))}
+        return {"type": "grammar", "grammar": json_schema_ebnf(tag["json_schema"], to_ebnf)}
     return {k: compact_json_formats(v, to_ebnf) for k, v in tag.items()}
+
+
+def json_schema_ebnf(schema: Any, to_ebnf: Callable[[Any], str]) -> str:
+    """A JSON Schema as the EBNF a backend compiles: ``to_ebnf`` (the backend's xgrammar converter,
+    compact) given the ``compilable_schema``, its numbers then bounded (``bounded_numbers``)."""
+    return bounded_numbers(to_ebnf(compilable_schema(schema)))
 
 
 _COMPILER_NOISE = re.compile(r"^(\[[\d:]+\] )?\S+\.cc:\d+: (Check failed: \(.*?\) is false: )?")
@@ -102,9 +110,12 @@ _ENFORCED = {
     "minProperties", "maxProperties", "patternProperties", "propertyNames", "unevaluatedProperties",
     "unevaluatedItems",
 }
-# xgrammar 0.1.27 writes numbers outside (or malformed within) bounds that are not on integers,
-# and lets IPv4 octets have leading zeros: measured against ``jsonschema``, so refused.
+# xgrammar 0.1.27 lets IPv4 octets have leading zeros (measured against ``jsonschema``): refused.
+# It writes numbers outside (or malformed within) bounds, so bounds are compiled here instead
+# (``json_numbers``), on nodes whose type says number or integer and that list no values.
 _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+_BESIDE_BOUNDS = ("enum", "const", "anyOf", "oneOf", "allOf", "$ref")
+_NUMERIC = {"number", "integer"}
 _ANNOTATIONS = {
     "title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
     "readOnly", "writeOnly", "strict", "name", "contentMediaType", "contentEncoding",
@@ -140,15 +151,19 @@ class SchemaError(ValueError):
 
 def check_schema(schema: Any) -> None:
     """Refuse what xgrammar would not enforce: unknown keywords, ``not``, conditionals, unknown
-    formats, unresolvable ``$ref``s. Raise ``SchemaError`` naming the keyword's path."""
+    formats, unresolvable ``$ref``s, bounds no number satisfies. Raise ``SchemaError`` naming the
+    keyword's path."""
     if not isinstance(schema, dict | bool):
         raise SchemaError("a JSON Schema is an object (or a boolean)", "")
+    if MARKER_PREFIX in dumps(schema):
+        raise SchemaError(f"the text {MARKER_PREFIX!r} is reserved for the grammar's numbers", "")
     _check_node(schema, "", schema)
 
 
 def compilable_schema(schema: Any) -> Any:
     """``schema`` (already checked) as handed to the compiler: the formats in ``FORMAT_PATTERNS``
-    replaced by their patterns. Values (``const``, ``enum``, annotations) are left as they are."""
+    replaced by their patterns, bounded numbers by range markers (``json_numbers``). Values
+    (``const``, ``enum``, annotations) are left as they are."""
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
@@ -163,7 +178,56 @@ def compilable_schema(schema: Any) -> Any:
             out[key] = {name: compilable_schema(v) for name, v in value.items()}
         else:
             out[key] = value
-    return out
+    return _numbers_placed(out)
+
+
+def number_range(node: dict[str, Any]) -> NumberRange | None:
+    """The numbers a node's bounds allow; ``None`` without bounds or a numeric ``type``. Raises
+    ``TypeError``/``ValueError`` for a bound that is not a finite number."""
+    kinds = _types(node)
+    if not any(key in node for key in _BOUNDS) or not kinds & _NUMERIC:
+        return None
+    low: tuple[Any, bool] | None = None
+    high: tuple[Any, bool] | None = None
+    for key in _BOUNDS:
+        if key not in node:
+            continue
+        value, is_open = _bound(node[key]), key.startswith("exclusive")
+        if key.endswith("inimum") and (low is None or value > low[0] or (value == low[0] and is_open)):
+            low = (value, is_open)
+        if key.endswith("aximum") and (high is None or value < high[0] or (value == high[0] and is_open)):
+            high = (value, is_open)
+    return NumberRange("number" not in kinds, *(low or (None, False)), *(high or (None, False)))
+
+
+def _bound(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError("a bound must be a number")
+    return decimal_of(value)
+
+
+def _types(node: dict[str, Any]) -> set[str]:
+    kinds = node.get("type", [])
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    return {k for k in kinds if isinstance(k, str)}
+
+
+def _numbers_placed(node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` with its bounded number replaced by a range marker (beside the node's other types
+    in an ``anyOf``), or without bounds that cannot apply (no numeric type). A node the check
+    would refuse (a raw structural tag's) is left to the compiler."""
+    if not any(key in node for key in _BOUNDS) or "type" not in node or any(k in node for k in _BESIDE_BOUNDS):
+        return node
+    try:
+        numbers = number_range(node)
+    except (TypeError, ValueError):
+        return node
+    rest = {k: v for k, v in node.items() if k not in _BOUNDS}
+    if numbers is None:
+        return rest
+    marker = {"const": numbers.marker()}
+    others = [k for k in (node["type"] if isinstance(node["type"], list) else [node["type"]]) if k not in _NUMERIC]
+    return {"anyOf": [marker, {**rest, "type": others if len(others) > 1 else others[0]}]} if others else marker
 
 
 def _join(path: str, key: str | int) -> str:
@@ -177,11 +241,7 @@ def _check_node(node: Any, path: str, root: Any) -> None:
         return
     if not isinstance(node, dict):
         raise SchemaError("a subschema must be an object or a boolean", path)
-    if node.get("type") != "integer":
-        for key in _BOUNDS:
-            if key in node:
-                raise SchemaError(f"`{key}` can be enforced by the grammar on integers only (`\"type\": \"integer\"`)",
-                                  _join(path, key))
+    _check_bounds(node, path)
     shaped = [key for key in ("pattern", "format") if key in node]
     for key in ("format", "minLength", "maxLength"):
         if key in node and shaped and shaped[0] != key:
@@ -229,6 +289,33 @@ def _check_node(node: Any, path: str, root: Any) -> None:
             raise SchemaError("`pattern` must be a string", here)
         elif key == "enum" and (not isinstance(value, list) or not value):
             raise SchemaError("`enum` must be a non-empty array", here)
+
+
+def _check_bounds(node: dict[str, Any], path: str) -> None:
+    """Bounds are finite numbers, on a node whose type is given and that lists no values, and
+    some number the grammar can write satisfies them."""
+    present = [key for key in _BOUNDS if key in node]
+    if not present:
+        return
+    for key in present:
+        value = node[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            draft4 = " (the boolean form of JSON Schema draft 4 is not supported)" if isinstance(value, bool) else ""
+            raise SchemaError(f"`{key}` must be a finite number{draft4}", _join(path, key))
+    here = _join(path, present[0])
+    if "type" not in node:
+        raise SchemaError(f"`{present[0]}` needs a `type`: the grammar bounds numbers of type \"number\" or "
+                          "\"integer\"", here)
+    if not _types(node) & _NUMERIC:
+        return  # bounds on no number constrain nothing
+    beside = next((key for key in _BESIDE_BOUNDS if key in node), None)
+    if beside is not None:
+        raise SchemaError(f"`{present[0]}` beside `{beside}` cannot be enforced by the grammar", here)
+    numbers = number_range(node)
+    if numbers is not None and range_rules(numbers, "check") is None:
+        kind = "integer" if numbers.integer else "number"
+        raise SchemaError(f"no {kind} the grammar can write satisfies these bounds (numbers have at most 15 digits, "
+                          "integers lie within ±(2^53 − 1))", here)
 
 
 def _resolve(ref: Any, root: Any, path: str) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ...core.grammar import Grammar, SchemaError, check_schema, compilable_schema, regex_grammar, structural_tag_grammar
+from ...core.grammar import Grammar, SchemaError, check_schema, regex_grammar, structural_tag_grammar
 from ...core.request import ForcedTool, Tool, ToolChoice
 from ...errors import InvalidInputError
 from ...wire import Strict
@@ -116,12 +116,14 @@ def _check(schema: Any, param: str) -> None:
 
 
 def json_schema_grammar(schema: Any, param: str, strict: bool = True) -> Grammar:
-    """A JSON Schema checked for what the compiler can enforce. ``strict=False`` (any JSON
-    object) lets objects have properties the schema does not list."""
+    """A JSON Schema checked for what the compiler can enforce, as a structural tag: the backend
+    turns its ``json_schema`` format into compact EBNF with the numbers bounded
+    (``json_schema_ebnf``). ``strict=False`` (any JSON object) lets objects have properties the
+    schema does not list."""
     _check(schema, param)
     if not strict:
         schema = {**schema, "additionalProperties": True} if isinstance(schema, dict) else schema
-    return Grammar("json_schema", dumps(compilable_schema(schema)), param)
+    return structural_tag_grammar({"type": "json_schema", "json_schema": schema}, param)
 
 
 # ---- tools ----------------------------------------------------------------------------------
