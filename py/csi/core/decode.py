@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from .backend import Backend, ModelInfo, StepResult
 from .detokenize import ByteDecoder, IncrementalDecoder
@@ -15,6 +15,18 @@ from .stop_text import StopMatcher
 from .token_bytes import TokenBytes
 
 FinishReason = Literal["stop", "length", "abort"]
+
+
+class Stopper(Protocol):
+    """Decides where a reply's text stops: ``push`` returns what is safe to emit, ``stopped`` says
+    the reply ends here, ``flush`` releases what was held back at the end (``StopMatcher`` for stop
+    sequences, ``tools.RepeatedCallStop`` for tool calls)."""
+
+    stopped: bool
+
+    def push(self, text: str) -> str: ...
+
+    def flush(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -73,13 +85,14 @@ async def decode(
     stats: GenerationStats,
     cancelled: Callable[[], bool] = lambda: False,
     token_bytes: TokenBytes | None = None,
+    stopper: Stopper | None = None,
 ) -> AsyncIterator[TextDelta]:
     """Yield the reply to ``prompt_ids`` piece by piece; ``stats`` says how it ended.
 
     The backend keeps what it can of its KV cache for the prompt; only the rest is processed.
     Every generated token id is yielded once; text held back (stop-sequence prefixes, incomplete
     characters) comes with a later delta. The caller must hold the model's lock and have called
-    ``set_sampling`` (or ``next_choice``).
+    ``set_sampling`` (or ``next_choice``). ``stopper`` replaces the stop-sequence matcher.
     """
     stats.started = time.perf_counter()
     stats.prompt_tokens = len(prompt_ids)
@@ -91,7 +104,7 @@ async def decode(
     decoder: ByteDecoder | IncrementalDecoder = (
         ByteDecoder(token_bytes, params.keep_special) if token_bytes is not None
         else IncrementalDecoder(lambda ids: backend.decode(model.model_id, ids)))
-    stopper = StopMatcher(list(params.stop))
+    stopper = stopper or StopMatcher(list(params.stop))
 
     feed = prompt_ids[kept:]
     finish: FinishReason = "length"

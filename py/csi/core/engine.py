@@ -19,7 +19,7 @@ from .grammar import GrammarError, compiler_message
 from .guts import GutsArrays
 from .request import GenerationParams, GenerationRequest, Tool
 from .token_bytes import TokenBytes
-from .tools import ToolCallParser, ToolFormat, detect_format, template_messages, tool_grammar
+from .tools import RepeatedCallStop, ToolCallParser, ToolFormat, detect_format, template_messages, tool_grammar
 
 MAX_MODELS = 8
 MAX_ABORTED = 1024
@@ -100,6 +100,10 @@ class Generation:
         if self.tool_format is None:
             return None
         return ToolCallParser(self.tools, self.tool_format)
+
+    def stopper(self) -> RepeatedCallStop | None:
+        """What ends one choice early when the reply may hold tool calls: a call repeated exactly."""
+        return None if self.tool_format is None else RepeatedCallStop(self.tools, self.tool_format)
 
     def reply(self, text: str) -> tuple[str | None, list[tuple[str, str, str]]]:
         """A whole choice's text as content and tool calls (id, name, arguments); with no tools
@@ -403,7 +407,7 @@ class Engine:
                     stats = GenerationStats(grammar_init_s=grammar_init_s if index == 0 else None)
                     try:
                         async for delta in decode(self._backend, model, gen.prompt_ids, gen.params, stats,
-                                                  cancelled, self._token_bytes.get(model.model_id)):
+                                                  cancelled, self._token_bytes.get(model.model_id), gen.stopper()):
                             yield ChoiceEvent(index, delta, stats)
                     except GrammarError as exc:
                         grammar = gen.params.sampling.grammar

@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from json import dumps, loads
-from typing import Any
+from typing import Any, Literal
 
 from .grammar import Grammar, structural_tag_grammar
 from .request import ChatMessage, Tool, ToolChoice
@@ -168,67 +168,128 @@ def new_call_id() -> str:
     return f"call_{os.urandom(8).hex()}{next(_call_ids) % 4096:08x}"
 
 
+class _ValueEnd:
+    """Where one JSON value ends, in text fed piece by piece (the grammar wrote it well formed):
+    an object or array where its depth returns to zero outside strings, a bare scalar at the first
+    character that cannot continue it."""
+
+    SCALAR = frozenset("0123456789+-.eEtrufalsn")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_string = False
+        self.escaped = False
+        self.scalar = False
+
+    def feed(self, text: str) -> int:
+        """The index in ``text`` just past the value, or -1 when it goes on."""
+        for i, ch in enumerate(text):
+            if self.in_string:
+                self.escaped, closes = (False, False) if self.escaped else (ch == "\\", ch == '"')
+                if closes:
+                    self.in_string = False
+                    if self.depth == 0:
+                        return i + 1
+            elif self.scalar and ch not in self.SCALAR:
+                return i
+            elif ch == '"':
+                self.in_string = True
+            elif ch in "{[":
+                self.depth += 1
+            elif ch in "}]":
+                if self.depth == 0:
+                    return i
+                self.depth -= 1
+                if self.depth == 0:
+                    return i + 1
+            elif self.depth == 0 and ch in self.SCALAR:
+                self.scalar = True
+        return -1
+
+
 class ToolCallParser:
     """Splits a reply's text, as it streams, into content and calls (name first, arguments in
-    pieces as they arrive). Text that may begin a call is held back until it is clear."""
+    pieces as they arrive). Text that may begin a call is held back until it is clear. A call's
+    arguments end where their JSON value ends (the format's ``end`` may also occur inside them,
+    as Llama 3's ``}`` does); ``spans`` says where each call lies in the whole text."""
 
     def __init__(self, tools: tuple[Tool, ...], fmt: ToolFormat) -> None:
         self.fmt = fmt
         self.begins = {fmt.begin_for(t.name): t.name for t in tools}
         self.buffer = ""
-        self.in_call = False
+        self.pushed = 0
+        self.state: Literal["text", "arguments", "end"] = "text"
+        self.value = _ValueEnd()
         self.calls: list[tuple[str, str, list[str]]] = []
+        self.spans: list[tuple[int, int | None]] = []
+        """Each call's start and end (``None`` while open) as offsets in the whole text."""
+
+    @property
+    def offset(self) -> int:
+        """Where the text not yet taken apart (``buffer``) starts in the whole text."""
+        return self.pushed - len(self.buffer)
 
     def push(self, text: str) -> Iterator[ToolEvent]:
         self.buffer += text
+        self.pushed += len(text)
         while self.buffer:
-            if not self.in_call:
-                at = self.buffer.find(self.fmt.trigger)
-                if at < 0:
-                    keep = _partial_suffix(self.buffer, self.fmt.trigger)
-                    emit, self.buffer = self.buffer[:len(self.buffer) - keep], self.buffer[len(self.buffer) - keep:]
-                    if emit:
-                        yield TextPiece(emit)
-                    return
-                if at:
-                    yield TextPiece(self.buffer[:at])
-                    self.buffer = self.buffer[at:]
-                begin = next((b for b in self.begins if self.buffer.startswith(b)), None)
-                if begin is None:
-                    if any(b.startswith(self.buffer) for b in self.begins):
-                        return  # a begin still arriving
-                    yield TextPiece(self.fmt.trigger)  # the trigger, but not a call: plain text
-                    self.buffer = self.buffer[len(self.fmt.trigger):]
-                    continue
-                self.buffer = self.buffer[len(begin):]
-                self.in_call = True
-                self.calls.append((new_call_id(), self.begins[begin], []))
-                yield CallStart(len(self.calls) - 1, self.calls[-1][0], self.calls[-1][1])
-            else:
-                index = len(self.calls) - 1
-                at = self.buffer.find(self.fmt.end)
-                if at < 0:
-                    keep = _partial_suffix(self.buffer, self.fmt.end)
-                    emit, self.buffer = self.buffer[:len(self.buffer) - keep], self.buffer[len(self.buffer) - keep:]
-                    if emit:
-                        self.calls[index][2].append(emit)
-                        yield ArgumentsPiece(index, emit)
-                    return
-                if at:
-                    self.calls[index][2].append(self.buffer[:at])
-                    yield ArgumentsPiece(index, self.buffer[:at])
-                self.buffer = self.buffer[at + len(self.fmt.end):]
-                self.in_call = False
+            before = (self.state, len(self.buffer))
+            yield from {"text": self._text, "arguments": self._arguments, "end": self._end}[self.state]()
+            if (self.state, len(self.buffer)) == before:
+                return  # the rest is held until more text comes
+
+    def _plain(self, n: int) -> Iterator[ToolEvent]:
+        if n:
+            yield TextPiece(self.buffer[:n])
+            self.buffer = self.buffer[n:]
+
+    def _text(self) -> Iterator[ToolEvent]:
+        at = self.buffer.find(self.fmt.trigger)
+        if at < 0:
+            yield from self._plain(len(self.buffer) - _partial_suffix(self.buffer, self.fmt.trigger))
+            return
+        yield from self._plain(at)
+        begin = next((b for b in self.begins if self.buffer.startswith(b)), None)
+        if begin is None:
+            if not any(b.startswith(self.buffer) for b in self.begins):
+                yield from self._plain(len(self.fmt.trigger))  # the trigger, but not a call: plain text
+            return  # else a begin still arriving
+        self.spans.append((self.offset, None))
+        self.buffer = self.buffer[len(begin):]
+        self.state, self.value = "arguments", _ValueEnd()
+        self.calls.append((new_call_id(), self.begins[begin], []))
+        yield CallStart(len(self.calls) - 1, self.calls[-1][0], self.calls[-1][1])
+
+    def _arguments(self) -> Iterator[ToolEvent]:
+        index = len(self.calls) - 1
+        end = self.value.feed(self.buffer)
+        piece = self.buffer if end < 0 else self.buffer[:end]
+        if piece:
+            self.calls[index][2].append(piece)
+            yield ArgumentsPiece(index, piece)
+        self.buffer = self.buffer[len(piece):]
+        if end >= 0:
+            self.state = "end"
+
+    def _end(self) -> Iterator[ToolEvent]:
+        end = self.fmt.end
+        if self.buffer.startswith(end):
+            self.buffer = self.buffer[len(end):]
+        elif end.startswith(self.buffer):
+            return  # the end still arriving
+        self.spans[-1] = (self.spans[-1][0], self.offset)  # (without its end, never under the grammar)
+        self.state = "text"
+        yield from ()
 
     def flush(self) -> Iterator[ToolEvent]:
-        """The end of the reply: what was held back. An unfinished call keeps what it got."""
+        """The end of the reply: what was held back. An unfinished call keeps what it got; a
+        call's end cut short is dropped."""
         rest, self.buffer = self.buffer, ""
-        if rest:
-            if self.in_call:
-                self.calls[-1][2].append(rest)
-                yield ArgumentsPiece(len(self.calls) - 1, rest)
-            else:
-                yield TextPiece(rest)
+        if rest and self.state == "arguments":
+            self.calls[-1][2].append(rest)
+            yield ArgumentsPiece(len(self.calls) - 1, rest)
+        elif rest and self.state == "text":
+            yield TextPiece(rest)
 
     def whole(self, text: str) -> tuple[str | None, list[tuple[str, str, str]]]:
         """A whole reply split into its content (``None`` when it is only calls, stripped when
@@ -240,6 +301,58 @@ class ToolCallParser:
     def tool_calls(self) -> list[tuple[str, str, str]]:
         """(id, name, arguments) of every call so far."""
         return [(cid, name, "".join(parts)) for cid, name, parts in self.calls]
+
+
+class RepeatedCallStop:
+    """Ends a reply at a tool call that repeats an earlier call of the same reply exactly (the same
+    text: name and arguments as the grammar wrote them), and drops that repeat: a small model made
+    to call a tool otherwise writes the same call again and again until ``max_tokens``. Text that
+    may still become a repeat is held back, so a stream never shows one. The decode loop's stopper
+    for replies that may call tools (as ``StopMatcher`` is for stop sequences)."""
+
+    def __init__(self, tools: tuple[Tool, ...], fmt: ToolFormat) -> None:
+        self.parser = ToolCallParser(tools, fmt)
+        self.text = ""
+        self.sent = 0
+        self.seen: set[str] = set()
+        self.checked = 0
+        self.stopped = False
+
+    def push(self, text: str) -> str:
+        """What of the reply so far is safe to emit (it cannot become part of a repeat)."""
+        if self.stopped:
+            return ""
+        self.text += text
+        for _ in self.parser.push(text):
+            pass
+        repeat = self._repeat()
+        if repeat is not None:
+            self.stopped = True
+            return self._release(repeat)
+        unsettled = self.parser.spans[-1][0] if self.parser.state != "text" else self.parser.offset
+        might_repeat = any(call.startswith(self.text[unsettled:]) for call in self.seen)
+        return self._release(unsettled if might_repeat else len(self.text))
+
+    def _repeat(self) -> int | None:
+        """Where the first completed call that repeats an earlier one starts."""
+        for start, end in self.parser.spans[self.checked:]:
+            if end is None:
+                break
+            self.checked += 1
+            call = self.text[start:end]
+            if call in self.seen:
+                return start
+            self.seen.add(call)
+        return None
+
+    def _release(self, upto: int) -> str:
+        out = self.text[self.sent:max(upto, self.sent)]
+        self.sent += len(out)
+        return out
+
+    def flush(self) -> str:
+        """The end of the reply: what was held back (nothing after a repeat)."""
+        return "" if self.stopped else self._release(len(self.text))
 
 
 def _partial_suffix(text: str, marker: str) -> int:

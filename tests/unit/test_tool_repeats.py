@@ -1,0 +1,173 @@
+"""Tool calls a reply repeats: the decode loop's stopper ends the reply at a call that repeats an
+earlier one exactly and drops it; distinct calls pass. And the call parser finds where arguments
+end by their JSON, in every format (Llama 3's ``}`` end also closes objects inside them).
+References are built from the calls the tests write, never from the code under test."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from csi.core.backend import StepResult
+from csi.core.engine import Engine
+from csi.core.grammar import Grammar
+from csi.core.request import Tool
+from csi.core.tools import GENERIC, HERMES, LLAMA3, MISTRAL, RepeatedCallStop, TextPiece, ToolCallParser, ToolFormat
+from csi.faces.openai.serving import chat_completion, chat_completion_stream
+from csi.testing import EOS, ScriptedBackend
+from tests.support.aio import run_async
+
+TOOLS = (Tool("get_weather", None, None), Tool("add", None, None))
+FORMATS = [HERMES, LLAMA3, MISTRAL, GENERIC]
+ARGUMENTS: list[Any] = [
+    {"city": "Paris"}, {"city": "Paris, TX"}, {"city": "Paris"} | {"unit": "C"}, {"unit": "C", "city": "Paris"},
+    {"a": {"b": [1, {"c": "}]"}]}, "d": "}\n</tool_call>"}, {"q": "a \"quoted\" } and \\ backslash"},
+    {"deep": [[[]], {}]}, {}, {"s": "[TOOL_CALLS]"},
+]
+
+
+def call_text(fmt: ToolFormat, name: str, arguments: Any) -> str:
+    return fmt.begin_for(name) + json.dumps(arguments) + fmt.end
+
+
+def chunks(text: str, sizes: list[int]) -> list[str]:
+    out, at = [], 0
+    for size in sizes:
+        out.append(text[at:at + size])
+        at += size
+    return [*out, text[at:]]
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 10_000])
+def test_arguments_end_where_their_json_ends_in_every_format(fmt, size):
+    calls = [(TOOLS[i % 2].name, args) for i, args in enumerate(ARGUMENTS)]
+    reply = "Sure.\n" + "\n".join(call_text(fmt, name, args) for name, args in calls)
+    parser = ToolCallParser(TOOLS, fmt)
+    text = ""
+    for piece in [reply[i:i + size] for i in range(0, len(reply), size)]:
+        text += "".join(e.text for e in parser.push(piece) if isinstance(e, TextPiece))
+    text += "".join(e.text for e in parser.flush() if isinstance(e, TextPiece))
+    assert [(name, json.loads(args)) for _, name, args in parser.tool_calls()] == calls
+    assert text == "Sure.\n" + "\n" * (len(calls) - 1)
+
+
+def test_a_bare_scalar_as_arguments_ends_at_the_formats_end():
+    parser = ToolCallParser(TOOLS, LLAMA3)
+    content, calls = parser.whole(call_text(LLAMA3, "add", 12.5) + " and " + call_text(LLAMA3, "add", "x}"))
+    assert [(n, json.loads(a)) for _, n, a in calls] == [("add", 12.5), ("add", "x}")]
+    assert content == "and"
+
+
+def expected_output(fmt: ToolFormat, calls: list[tuple[str, Any]], separator: str) -> tuple[str, str, bool]:
+    """The whole reply, what the stopper must let through, and whether it stops (a repeat)."""
+    texts = [call_text(fmt, name, args) for name, args in calls]
+    whole = separator.join(texts)
+    for i, text in enumerate(texts):
+        if text in texts[:i]:
+            return whole, separator.join(texts[:i]) + separator, True
+    return whole, whole, False
+
+
+def run_stopper(fmt: ToolFormat, pieces: list[str]) -> tuple[str, bool]:
+    stopper = RepeatedCallStop(TOOLS, fmt)
+    out = ""
+    for piece in pieces:
+        out += stopper.push(piece)
+        if stopper.stopped:
+            return out, True
+    return out + stopper.flush(), False
+
+
+@settings(max_examples=300, deadline=None)
+@given(fmt=st.sampled_from(FORMATS), separator=st.sampled_from(["\n", "", " then "]),
+       calls=st.lists(st.tuples(st.sampled_from([t.name for t in TOOLS]), st.sampled_from(ARGUMENTS)),
+                      min_size=1, max_size=5),
+       sizes=st.lists(st.integers(1, 40), max_size=30))
+def test_the_stopper_lets_distinct_calls_through_and_ends_at_the_first_exact_repeat(fmt, separator, calls, sizes):
+    whole, expected, repeats = expected_output(fmt, calls, separator)
+    assert run_stopper(fmt, chunks(whole, sizes)) == (expected, repeats)
+
+
+def test_calls_equal_as_json_but_written_differently_are_both_kept():
+    """The comparison is on the text the grammar wrote (so nothing of a repeat is ever streamed)."""
+    calls = [("get_weather", {"city": "Paris", "unit": "C"}), ("get_weather", {"unit": "C", "city": "Paris"})]
+    whole, expected, repeats = expected_output(HERMES, calls, "\n")
+    assert not repeats and run_stopper(HERMES, [whole]) == (whole, False)
+
+
+# ---- through the engine and the OpenAI face ------------------------------------------------------
+
+
+class LoopingBackend(ScriptedBackend):
+    """Replays its script in a loop (a model repeating itself); takes any grammar."""
+
+    async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:
+        pass
+
+    async def step(self, model_id: str, ids: list[int]) -> StepResult:
+        await super().step(model_id, ids)
+        return StepResult(self.script[(self._pos - 1) % len(self.script)])
+
+
+def pieces(fmt: ToolFormat, *calls: tuple[str, Any]) -> list[bytes]:
+    """Token byte strings of ``calls``, each followed by a newline (several tokens per call)."""
+    out: list[bytes] = []
+    for name, args in calls:
+        text = call_text(fmt, name, args) + "\n"
+        out += [text[i:i + 5].encode() for i in range(0, len(text), 5)]
+    return out
+
+
+def engine_for(tokens: list[bytes], end: bool) -> Engine:
+    vocab = [b"<eos>", *tokens]
+    engine = Engine(LoopingBackend(vocab, [*range(1, len(vocab)), *([EOS] if end else [])], context_length=4096))
+    run_async(engine.load(["m"]))
+    return engine
+
+
+REQUEST = {"messages": [{"role": "user", "content": "Weather?"}], "tool_choice": "required", "max_tokens": 400,
+           "tools": [{"type": "function", "function": {"name": t.name}} for t in TOOLS]}
+PARIS = ("get_weather", {"city": "Paris"})
+OSLO = ("get_weather", {"city": "Oslo"})
+SUM = ("add", {"a": 1, "b": 2})
+
+
+def calls_of(reply: Any) -> list[tuple[str, Any]]:
+    return [(c.function.name, json.loads(c.function.arguments)) for c in reply.choices[0].message.tool_calls or []]
+
+
+@pytest.mark.parametrize(("script", "end", "calls"), [
+    ([PARIS], False, [PARIS]),
+    ([PARIS, OSLO], False, [PARIS, OSLO]),
+    ([PARIS, SUM, OSLO], False, [PARIS, SUM, OSLO]),
+    ([PARIS, OSLO, SUM], True, [PARIS, OSLO, SUM]),
+    ([SUM], True, [SUM]),
+])
+def test_a_reply_ends_at_the_first_repeated_call_with_finish_reason_tool_calls(script, end, calls):
+    engine = engine_for(pieces(GENERIC, *script), end)
+    reply = run_async(chat_completion(engine, REQUEST))
+    assert calls_of(reply) == calls
+    assert reply.choices[0].finish_reason == "tool_calls"
+    assert reply.choices[0].message.content is None
+    assert reply.usage.completion_tokens < REQUEST["max_tokens"]
+
+
+def test_a_streamed_reply_never_shows_the_repeat():
+    engine = engine_for(pieces(GENERIC, PARIS, SUM), False)
+
+    async def go() -> list[Any]:
+        return [c async for c in chat_completion_stream(engine, {**REQUEST, "stream": True})]
+    chunks_ = run_async(go())
+    calls: dict[int, list[str]] = {}
+    for chunk in chunks_:
+        for delta in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
+            entry = calls.setdefault(delta.index, ["", ""])
+            entry[0] += delta.function.name or ""
+            entry[1] += delta.function.arguments or ""
+    assert [(name, json.loads(args)) for name, args in calls.values()] == [PARIS, SUM]
+    assert [c.choices[0].finish_reason for c in chunks_ if c.choices][-1] == "tool_calls"
