@@ -32,6 +32,9 @@ ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}
 EXACT_TYPES = ("Q4_0", "Q4_1", "Q8_0", "F16")
 FLOAT_TYPES = ("F32",)
 BLOCK = 32
+# The model property listing each expansion: {out, kind, q, d, m, dims, transposed}, or
+# {out, transpose_of, dims} (a tied LM head), or {out, kind: "F16", q, dims}.
+BLOCKS_KEY = "csi.gguf_blocks"
 
 
 class GGUFImportError(ValueError):
@@ -215,17 +218,19 @@ class _GraphEditor:
 
 
 def _expand(edit: _GraphEditor, kind: str, parts: dict[str, np.ndarray], transposed: bool, out: str,
-            shape: tuple[int, int]) -> None:
+            shape: tuple[int, int]) -> dict[str, Any]:
     """Nodes that turn a tensor's blocks into the float32 initializer ``out`` of ``shape``.
 
     ``transposed``: ``out`` is ``[cols, rows]`` (a MatMul's weight). Its blocks are then stored
-    with the row axis last, so the expansion ends in a plain reshape, never a transpose."""
+    with the row axis last, so the expansion ends in a plain reshape, never a transpose. Returns
+    the expansion as ``BLOCKS_KEY`` lists it."""
     def lay(a: np.ndarray) -> np.ndarray:  # [rows, blocks, k] -> [blocks, k, rows] when transposed
         return a.transpose(1, 2, 0) if transposed else a
 
     block_axis = 1 if transposed else 2
     q = edit.constant(f"{kind}.q", lay(parts["q"]))
-    d = edit.node("Cast", [edit.constant(f"{kind}.d", lay(parts["d"]))], "d", to=TensorProto.FLOAT)
+    d_init = edit.constant(f"{kind}.d", lay(parts["d"]))
+    d = edit.node("Cast", [d_init], "d", to=TensorProto.FLOAT)
     if kind == "Q8_0":
         values = edit.node("Cast", [q], "q", to=TensorProto.FLOAT)
     else:
@@ -238,11 +243,13 @@ def _expand(edit: _GraphEditor, kind: str, parts: dict[str, np.ndarray], transpo
         if kind == "Q4_0":
             values = edit.node("Sub", [values, edit.constant("eight", np.array(8, np.float32))], "q")
     w = edit.node("Mul", [values, d], "w")
+    m = None
     if kind == "Q4_1":
-        w = edit.node("Add", [w, edit.node("Cast", [edit.constant("Q4_1.m", lay(parts["m"]))], "m",
-                                                   to=TensorProto.FLOAT)], "w")
+        m = edit.constant("Q4_1.m", lay(parts["m"]))
+        w = edit.node("Add", [w, edit.node("Cast", [m], "m", to=TensorProto.FLOAT)], "w")
     edit.nodes.append(helper.make_node("Reshape", [w, edit.constant("shape", np.array(shape, np.int64))], [out],
                                        name=edit.name("reshape")))
+    return {"out": out, "kind": kind, "q": q, "d": d_init, "m": m, "dims": list(shape), "transposed": transposed}
 
 
 def _fingerprint(a: np.ndarray) -> str:
@@ -282,6 +289,7 @@ def store_blocks(model: GGUFModel, onnx_path: Path) -> Report:
             report.dequantized[kind] = report.dequantized.get(kind, 0) + 1
     edit = _GraphEditor()
     expanded: dict[str, str] = {}  # GGUF name -> the initializer its first expansion makes
+    recipes: list[dict[str, Any]] = []
     keep: list[onnx.TensorProto] = []
     for init in list(graph.initializer):
         hit = None
@@ -295,12 +303,15 @@ def store_blocks(model: GGUFModel, onnx_path: Path) -> Report:
         if name in expanded:  # tied embeddings: the LM head is the lookup table transposed, stored once
             edit.nodes.append(helper.make_node("Transpose", [expanded[name]], [init.name], name=edit.name("transpose"),
                                                perm=[1, 0]))
+            recipes.append({"out": init.name, "transpose_of": expanded[name], "dims": list(init.dims)})
         elif kind == "F16":
             w = dequantized(model, name)
-            edit.nodes.append(helper.make_node("Cast", [edit.constant("F16", (w.T if transposed else w).astype(np.float16))],
-                                               [init.name], name=edit.name("cast"), to=TensorProto.FLOAT))
+            half = edit.constant("F16", (w.T if transposed else w).astype(np.float16))
+            edit.nodes.append(helper.make_node("Cast", [half], [init.name], name=edit.name("cast"), to=TensorProto.FLOAT))
+            recipes.append({"out": init.name, "kind": "F16", "q": half, "dims": list(init.dims)})
         else:
-            _expand(edit, kind, _blocks(model, name), transposed, init.name, tuple(init.dims))  # type: ignore[arg-type]
+            recipes.append(_expand(edit, kind, _blocks(model, name), transposed, init.name,
+                                   tuple(init.dims)))  # type: ignore[arg-type]
         if name not in expanded:
             report.kept[kind] = report.kept.get(kind, 0) + 1
             expanded[name] = init.name
@@ -312,6 +323,8 @@ def store_blocks(model: GGUFModel, onnx_path: Path) -> Report:
     nodes = list(graph.node)
     del graph.node[:]
     graph.node.extend(edit.nodes + nodes)  # the expansions first: the graph stays topologically sorted
+    # the same expansions as data, for a loader that expands the blocks itself (worker/gguf_blocks.js)
+    helper.set_model_props(proto, {BLOCKS_KEY: json.dumps(recipes, separators=(",", ":"))})
     onnx.checker.check_model(proto)
     onnx.save(proto, str(onnx_path))
     return report
@@ -449,6 +462,8 @@ def import_gguf(path: Path, out: Path, check_prompts: tuple[str, ...] = ("What i
             print(f"  {prompt!r} -> {tokenizer.decode(got, skip_special_tokens=True)!r}")
         del session, reference
         config["transformers.js_config"] = {"dtype": "fp32"}
+        # where the model came from; csi-web's worker expands the blocks itself (worker/gguf_blocks.js)
+        config["csi_gguf"] = {"file": path.name, "stored_as_blocks": report.kept, "dequantized": report.dequantized}
         (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         generation = {"do_sample": False, "bos_token_id": config.get("bos_token_id"),
                       "eos_token_id": config.get("eos_token_id"), "pad_token_id": config.get("pad_token_id")}

@@ -14,6 +14,7 @@ import {
 } from "../vendor/transformers/transformers.js";
 import { ChatModel } from "./chat_model.js";
 import { jsonSchemaToEBNF } from "./grammar.js";
+import { EXPANDED_DATA, EXPANDED_GRAPHS, expandBlocks } from "./gguf_blocks.js";
 import { Guts } from "./guts.js";
 import { HUB, SITE_ONLY, abortLoads, beginLoad } from "./hub_fetch.js";
 import { LOGIT_PROCESSORS } from "./logit_processors.js";
@@ -23,12 +24,17 @@ import { Sampler } from "./sampling.js";
 /**
  * The models the site serves from /models/<id>/ (built in, or imported from a GGUF by
  * `python3 build.py import-gguf`), as `models/models.json` lists them; never asked of the Hub.
+ * Filled once `SITE_MODELS_LISTED` settles (no top-level await: a module worker would drop the
+ * messages that arrive while it waits).
  * @type {string[]}
  */
-export const BUILTIN_MODELS = await siteModels();
+export const BUILTIN_MODELS = [];
+export const SITE_MODELS_LISTED = siteModels().then((ids) => {
+  BUILTIN_MODELS.push(...ids);
+  for (const id of ids) SITE_ONLY.add(id);
+});
 
 configureRuntime();
-for (const id of BUILTIN_MODELS) SITE_ONLY.add(id);
 
 /** @returns {Promise<string[]>} */
 async function siteModels() {
@@ -214,6 +220,54 @@ export class Bridge {
     signal.throwIfAborted();
     await this.#reportPlan(id, config, options, onProgress, signal);
     signal.throwIfAborted();
+    const expandedUrl = config.csi_gguf && BUILTIN_MODELS.includes(id) && chosen === "fp32"
+      ? await this.#expandGGUFBlocks(id, options, progress_callback)
+      : null;
+    try {
+      return await this.#loadSessions(id, device, config, options, onProgress, signal, onnxFiles);
+    } finally {
+      if (expandedUrl) EXPANDED_GRAPHS.delete(expandedUrl);
+    }
+  }
+
+  /**
+   * A model imported from a GGUF (gguf_blocks.js): read its file (from Cache Storage, where the
+   * file is kept as it is, or from the site), expand its blocks here, and let transformers.js
+   * load the expanded graph with the weights as external data. Returns the file's URL.
+   * @param {string} id @param {Record<string, any>} options transformers.js's, given the external data
+   * @param {(e: any) => void} progress_callback
+   */
+  async #expandGGUFBlocks(id, options, progress_callback) {
+    const file = "onnx/model.onnx";
+    const url = new URL(`${env.localModelPath}${id}/${file}`, new URL("../", import.meta.url)).href;
+    const cache = typeof caches === "undefined" ? null : await caches.open(env.cacheKey);
+    let response = await cache?.match(url);
+    const cached = !!response;
+    response ??= await fetch(url);
+    if (!response.ok) throw new Error(`could not read ${url}: HTTP ${response.status}`);
+    const total = Number(response.headers.get("content-length")) || 0;
+    const bytes = new Uint8Array(total);
+    let loaded = 0;
+    const reader = /** @type {ReadableStream<Uint8Array>} */ (response.body).getReader();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) {
+      bytes.set(r.value, loaded);
+      loaded += r.value.length;
+      progress_callback({ status: "progress", file, loaded, total });
+    }
+    if (!cached) await cache?.put(url, new Response(bytes)).catch(() => {});
+    const expanded = expandBlocks(bytes);
+    if (!expanded) return null;
+    EXPANDED_GRAPHS.set(url, expanded.graph);
+    options.session_options = { externalData: [{ path: EXPANDED_DATA, data: expanded.data }] };
+    return url;
+  }
+
+  /**
+   * @param {string} id @param {string} device @param {any} config @param {Record<string, any>} options
+   * @param {(p: Progress) => void} onProgress @param {AbortSignal} signal @param {Set<string>} onnxFiles
+   */
+  async #loadSessions(id, device, config, options, onProgress, signal, onnxFiles) {
+    const progress_callback = options.progress_callback;
     const seq = (this.loadSeq.get(id) ?? 0) + 1;
     this.loadSeq.set(id, seq);
     /** A later load of the same id, or a cancel, makes this one give up its model. */

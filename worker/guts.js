@@ -5,6 +5,7 @@
 // the top-k next tokens.
 
 import { env, Tensor } from "../vendor/transformers/transformers.js";
+import { EXPANDED_DATA, expandBlocks } from "./gguf_blocks.js";
 import { graphSummary, withOutputs } from "./onnx_graph.js";
 import { logprobs } from "./sampling.js";
 
@@ -127,10 +128,15 @@ export class Guts {
   async ensureSession(plan) {
     if (this.session) return;
     const file = this.mainFile();
-    const bytes = this.bytes ?? (await modelFile(this.chat.id, file, this.builtin));
+    let bytes = this.bytes ?? (await modelFile(this.chat.id, file, this.builtin));
     this.bytes = null;
     const names = [plan.hidden, plan.token_embedding, plan.positional].filter((n) => typeof n === "string");
     const externalData = [];
+    const expanded = expandBlocks(bytes); // a model imported from a GGUF: its weights expanded here
+    if (expanded) {
+      bytes = expanded.graph;
+      externalData.push({ path: EXPANDED_DATA, data: expanded.data });
+    }
     for (const f of this.files.filter((x) => x.startsWith(`${file}_data`))) {
       externalData.push({ path: f.split("/").at(-1), data: await modelFile(this.chat.id, f, this.builtin) });
     }

@@ -5,6 +5,8 @@
 // load, so it is never remembered), and answered from memory until the model's cache is deleted
 // (web/model_cache.js's deleteModelAllInfoInCache).
 
+import { EXPANDED_GRAPHS, graphResponse } from "./gguf_blocks.js";
+
 export const HUB = "https://huggingface.co/";
 /** The site's root: what the site's own paths (`/models/...`) are relative to. */
 const SITE = new URL("../", import.meta.url);
@@ -63,6 +65,8 @@ async function missesCache() {
 export async function hubFetch(input, init = {}) {
   if (typeof input === "string" && input.startsWith("/")) input = new URL(input, SITE).href; // a blob: worker has no base
   const url = String(input instanceof Request ? input.url : input);
+  const expanded = EXPANDED_GRAPHS.get(url);
+  if (expanded) return graphResponse(expanded);
   const remote = url.startsWith(remoteHost);
   if (remote && SITE_ONLY.has(url.slice(remoteHost.length).split("/resolve/")[0])) {
     return new Response(null, { status: 404 });

@@ -15,7 +15,7 @@ const utf8 = new TextDecoder();
  * @param {Uint8Array} buf @param {number} pos
  * @returns {[number, number]} the value (exact below 2^53) and the position after it
  */
-function varint(buf, pos) {
+export function varint(buf, pos) {
   let value = 0;
   let scale = 1;
   for (;;) {
@@ -33,7 +33,7 @@ function varint(buf, pos) {
  * @param {Uint8Array} buf @param {number} start @param {number} end
  * @returns {Generator<{field: number, wire: number, tagStart: number, start: number, end: number, value: number}>}
  */
-function* fields(buf, start, end) {
+export function* fields(buf, start, end) {
   let pos = start;
   while (pos < end) {
     const tagStart = pos;
@@ -61,7 +61,7 @@ function* fields(buf, start, end) {
 }
 
 /** @param {Uint8Array} buf @returns {{start: number, end: number, tagStart: number}} */
-function graphField(buf) {
+export function graphField(buf) {
   for (const f of fields(buf, 0, buf.length)) {
     if (f.field === MODEL_GRAPH && f.wire === 2) return f;
   }
@@ -133,7 +133,7 @@ export function graphSummary(buf) {
 }
 
 /** @param {number} n @returns {number[]} */
-function encodeVarint(n) {
+export function encodeVarint(n) {
   const bytes = [];
   while (n >= 128) {
     bytes.push((n % 128) | 0x80);
@@ -144,7 +144,7 @@ function encodeVarint(n) {
 }
 
 /** @param {number} field @param {Uint8Array} payload */
-function lengthDelimited(field, payload) {
+export function lengthDelimited(field, payload) {
   const head = [...encodeVarint(field * 8 + 2), ...encodeVarint(payload.length)];
   const out = new Uint8Array(head.length + payload.length);
   out.set(head);

@@ -2,6 +2,7 @@
 // models and the ORT runtime come from the site itself, never from a CDN.
 
 import { env } from "../vendor/transformers/transformers.js";
+import { EXPANDED_GRAPHS, graphResponse } from "./gguf_blocks.js";
 import { hubFetch } from "./hub_fetch.js";
 
 const SITE = new URL("../", import.meta.url);
@@ -17,7 +18,10 @@ export function configureRuntime() {
     const bucket = () => caches.open(env.cacheKey);
     const absolute = (/** @type {RequestInfo|URL} */ key) => (typeof key === "string" ? new URL(key, SITE).href : key);
     env.customCache = {
-      match: async (/** @type {RequestInfo|URL} */ key) => (await bucket()).match(absolute(key)),
+      match: async (/** @type {RequestInfo|URL} */ key) => {
+        const graph = EXPANDED_GRAPHS.get(String(absolute(key)));
+        return graph ? graphResponse(graph) : (await bucket()).match(absolute(key));
+      },
       put: async (/** @type {RequestInfo|URL} */ key, /** @type {Response} */ response) =>
         (await bucket()).put(absolute(key), response),
     };

@@ -5,7 +5,7 @@
 // itself (as JSON text). The message protocol is declared in protocol.js.
 
 import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
-import { Bridge } from "./bridge.js";
+import { Bridge, SITE_MODELS_LISTED } from "./bridge.js";
 import { Host } from "./host.js";
 import { setLogitProcessorRegistry } from "./logit_processors.js";
 
@@ -62,6 +62,7 @@ async function boot(id) {
     { messageCallback: () => {}, errorCallback: (e) => console.error(e) },
   );
   const t2 = performance.now();
+  await SITE_MODELS_LISTED;
   const mod = pyodide.pyimport("csi.worker.main");
   /** @type {App} */
   const created = mod.create_app(new Bridge(), new Host(), post);
