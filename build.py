@@ -50,7 +50,8 @@ def import_gguf(rest: list[str], model_id: str | None) -> int:
         print(f"--id {model_id!r}: use lowercase letters, digits, '.', '_' and '-'", file=sys.stderr)
         return 2
     deps.ensure_python()
-    from buildtools.gguf_import import GGUFImportError, import_gguf as convert
+    from buildtools.gguf_import import GGUFImportError
+    from buildtools.gguf_import import import_gguf as convert
     from buildtools.site import BUILTIN_IDS, IMPORTED
 
     if model_id in BUILTIN_IDS:

@@ -307,7 +307,8 @@ def store_blocks(model: GGUFModel, onnx_path: Path) -> Report:
         elif kind == "F16":
             w = dequantized(model, name)
             half = edit.constant("F16", (w.T if transposed else w).astype(np.float16))
-            edit.nodes.append(helper.make_node("Cast", [half], [init.name], name=edit.name("cast"), to=TensorProto.FLOAT))
+            edit.nodes.append(helper.make_node("Cast", [half], [init.name], name=edit.name("cast"),
+                                               to=TensorProto.FLOAT))
             recipes.append({"out": init.name, "kind": "F16", "q": half, "dims": list(init.dims)})
         else:
             recipes.append(_expand(edit, kind, _blocks(model, name), transposed, init.name,
@@ -453,7 +454,8 @@ def import_gguf(path: Path, out: Path, check_prompts: tuple[str, ...] = ("What i
             ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
                                                 tokenize=True, return_dict=False)
             with torch.no_grad():
-                expected = reference.generate(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                expected = reference.generate(input_ids=torch.tensor([ids]),
+                                              attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                                               max_new_tokens=24, do_sample=False,
                                               eos_token_id=sorted(eos) or None)[0, len(ids):].tolist()
             got = greedy_ids(session, shape, ids, 24, eos)
@@ -470,8 +472,9 @@ def import_gguf(path: Path, out: Path, check_prompts: tuple[str, ...] = ("What i
         (tmp / "generation_config.json").write_text(json.dumps(generation, indent=2) + "\n")
         size = onnx_path.stat().st_size
         print(f"{path.name} -> {out.name}: {model.arch}, {config['num_hidden_layers']} x {config['hidden_size']}, "
-              f"vocab {config['vocab_size']}, onnx/model.onnx {size / 1e6:.1f} MB (GGUF {path.stat().st_size / 1e6:.1f} MB), "
-              f"max |logit diff| vs transformers {worst:.2e}, chat template {'yes' if 'chat_template' in tok_config else 'no'}")
+              f"vocab {config['vocab_size']}, onnx/model.onnx {size / 1e6:.1f} MB "
+              f"(GGUF {path.stat().st_size / 1e6:.1f} MB), max |logit diff| vs transformers {worst:.2e}, "
+              f"chat template {'yes' if 'chat_template' in tok_config else 'no'}")
         for line in report.lines():
             print(line)
     return report

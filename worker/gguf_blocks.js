@@ -21,7 +21,7 @@ export const EXPANDED_GRAPHS = new Map();
  * @param {Uint8Array} graph
  */
 export function graphResponse(graph) {
-  return new Response(graph, { headers: { "content-length": String(graph.length) } });
+  return new Response(/** @type {BodyInit} */ (graph), { headers: { "content-length": String(graph.length) } });
 }
 
 /** The model property (onnx metadata_props) that lists the expansions. */

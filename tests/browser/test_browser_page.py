@@ -91,7 +91,8 @@ def cpython_answer(question: str, max_tokens: int) -> dict:
         csi._run(index_face.put(csi.index, [
             {"path": {"namespace": "playground", "collection": "documents", "name": name}, "contents": [{"text": t}]}
             for name, t in {**PAGE_DOCS, **PAGE_FILES}.items()]))
-        return sa(csi, sa.input_type(question=question, max_tokens=max_tokens, model="tiny-chat", **index)).model_dump(mode="json")
+        request = sa.input_type(question=question, max_tokens=max_tokens, model="tiny-chat", **index)
+        return sa(csi, request).model_dump(mode="json")
 
 
 def test_documents_panel_adds_lists_searches_asks_and_deletes(browser, site_url):

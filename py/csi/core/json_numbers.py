@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
+from functools import lru_cache
 
 MAX_DIGITS = 15
 MAX_EXPONENT_DIGITS = 2
@@ -262,10 +263,12 @@ def range_rules(r: NumberRange, name: str) -> dict[str, str] | None:
     r = r.capped()
     rules: dict[str, str] = {}
     alternatives = []
-    for sign, interval in (("", _positive(r)), ('"-" ', _negative(r))):
+    positive, negative = _positive(r), _negative(r)
+    signs = [('"-"? ', "s", positive)] if positive == negative else [("", "p", positive), ('"-" ', "n", negative)]
+    for sign, tag, interval in signs:
         if interval is None:
             continue
-        start = _Digits(interval, r.integer, f"{name}_{'n' if sign else 'p'}", rules).start()
+        start = _Digits(interval, r.integer, f"{name}_{tag}", rules).start()
         if start is not None:
             alternatives.append(f"{sign}{start}")
     if not alternatives:
@@ -290,10 +293,12 @@ _BASIC_RULE = re.compile(r"^(basic_number|basic_integer) ::= .*$", re.MULTILINE)
 _REPLACEMENT = {"basic_number": "csi_number", "basic_integer": "csi_integer"}
 
 
+@lru_cache(maxsize=64)
 def bounded_numbers(ebnf: str) -> str:
     """xgrammar's EBNF for a JSON Schema (``compilable_schema``'s) with every number limited:
     ``basic_number`` and ``basic_integer`` (numbers without bounds, and any JSON's) digit-limited,
-    each range marker literal replaced by its exact rules."""
+    each range marker literal replaced by its exact rules. Cached: a backend converts a request's
+    schema each time, even when its compiled grammar is cached."""
     rules: dict[str, str] = {}
     names: dict[str, str] = {}
 

@@ -6,7 +6,6 @@ from pydantic import BaseModel, Field
 
 from csi.sdk import ChatParams, ChatRequest, ChunkParams, Csi, Message, skill
 
-
 SYSTEM = "Summarize the text you are given in one short sentence."
 
 
