@@ -226,8 +226,9 @@ def _extras(runs: dict[str, Any], insides: dict[str, Any]) -> dict[str, Any]:
 
 
 # (model, served from the Hub mirror (else built into the site), tokens generated, rounds)
-SHAPES = [("tiny-chat", False, 128, 5), ("csi-bench/smollm2-135m-shape", True, 64, 3),
-          ("csi-bench/qwen2.5-0.5b-shape", True, 32, 3)]
+SHAPES = [("tiny-chat", False, 128, 5), ("smollm2-135m-instruct", False, 64, 3),
+          ("csi-bench/smollm2-135m-shape", True, 64, 3), ("csi-bench/qwen2.5-0.5b-shape", True, 32, 3)]
+REAL_MODEL = "smollm2-135m-instruct"
 
 
 def run_bench(dist: Path) -> int:
@@ -268,6 +269,8 @@ def run_bench(dist: Path) -> int:
                                                           tokens, rounds))
             log("bench: tiny-chat on WebGPU")
             result["decode_webgpu_swiftshader"] = [decode_bench(page_of(), "tiny-chat", "webgpu", None, 32, 3)]
+            log(f"bench: {REAL_MODEL} on WebGPU (SwiftShader: a CPU emulating a GPU, slow)")
+            result["decode_webgpu_swiftshader"].append(decode_bench(page_of(), REAL_MODEL, "webgpu", None, 8, 1))
             log("bench: embeddings")
             result["embeddings"] = embed_bench(page_of())
             log("bench: tiny-chat extras, chunking, languages")
@@ -277,6 +280,8 @@ def run_bench(dist: Path) -> int:
             browser.close()
             log("bench: cold and warm start")
             result["startup"] = startup_bench(p, url, CHROMIUM, ARGS)
+            log(f"bench: cold and warm start of {REAL_MODEL}, with peak memory")
+            result["startup_real_model"] = startup_bench(p, url, CHROMIUM, ARGS, rounds=2, model=REAL_MODEL)
             # a persistent profile of its own (IndexedDB on disk), fresh: the database starts empty
             result["document_index"] = index_bench(p, url, CHROMIUM, ARGS)
     finally:

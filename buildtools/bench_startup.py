@@ -1,12 +1,17 @@
-"""Cold and warm start to the first token (tiny-chat, WASM), split by stage.
+"""Cold and warm start to the first token (WASM), split by stage, with the browser's peak memory.
 
 Cold: the first visit, in a new browser profile (empty HTTP cache, code cache and storage). Warm:
-the next visit in the same profile, the first page closed (what a returning user gets)."""
+the next visit in the same profile, the first page closed (what a returning user gets: models come
+from Cache Storage). Peak memory: the resident set of every Chromium process, sampled every 50 ms."""
 
 from __future__ import annotations
 
 import statistics
 import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 START_SCRIPT = """
@@ -29,11 +34,42 @@ async ([model]) => {
 """
 
 
-def _visit(context: Any, url: str) -> dict[str, Any]:
+@contextmanager
+def peak_browser_rss() -> Iterator[list[int]]:
+    """The largest sum of the resident sets of this process's Chromium descendants seen while the
+    block runs, in bytes (``[peak]``, filled when the block ends)."""
+    import psutil
+
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            total = 0
+            for p in psutil.Process().children(recursive=True):
+                try:
+                    if "chrom" in p.name():
+                        total += p.memory_info().rss
+                except psutil.Error:
+                    continue
+            peak[0] = max(peak[0], total)
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        thread.join()
+
+
+def _visit(context: Any, url: str, model: str) -> dict[str, Any]:
     page = context.new_page()
     page.set_default_timeout(600_000)
     page.goto(url + "web/engine.js")  # a document of the site that runs nothing itself
-    r = page.evaluate(START_SCRIPT, ["tiny-chat"])
+    with peak_browser_rss() as peak:
+        r = page.evaluate(START_SCRIPT, [model])
     page.close()
     boot = r.pop("boot")
     in_python = sum(boot.values())
@@ -41,23 +77,24 @@ def _visit(context: Any, url: str) -> dict[str, Any]:
             "wheels_s": boot["wheels_s"], "imports_s": boot["imports_s"],
             "model_and_rest_to_ready_s": r["engine_ready_s"] - r["engine_module_s"] - in_python,
             "first_request_to_first_token_s": r["first_token_s"] - r["engine_ready_s"],
-            "engine_module_s": r["engine_module_s"]}
+            "engine_module_s": r["engine_module_s"], "peak_browser_rss_mb": peak[0] / 2**20}
 
 
-def startup_bench(playwright: Any, url: str, chromium: str, args: list[str], rounds: int = 3) -> dict[str, Any]:
+def startup_bench(playwright: Any, url: str, chromium: str, args: list[str], rounds: int = 3,
+                  model: str = "tiny-chat") -> dict[str, Any]:
     """Medians over ``rounds`` fresh profiles, each visited twice (cold, then warm)."""
     cold, warm = [], []
     for _ in range(rounds):
         with tempfile.TemporaryDirectory() as profile:
             context = playwright.chromium.launch_persistent_context(profile, executable_path=chromium, args=args)
             try:
-                cold.append(_visit(context, url))
-                warm.append(_visit(context, url))
+                cold.append(_visit(context, url, model))
+                warm.append(_visit(context, url, model))
             finally:
                 context.close()
 
     def med(rows: list[dict[str, float]]) -> dict[str, float]:
         return {k: statistics.median(r[k] for r in rows) for k in rows[0]}
 
-    return {"model": "tiny-chat", "device": "wasm", "rounds": rounds, "cold": med(cold), "warm": med(warm),
+    return {"model": model, "device": "wasm", "rounds": rounds, "cold": med(cold), "warm": med(warm),
             "targets_s": {"cold": 3.0, "warm": 1.5}}

