@@ -160,7 +160,7 @@ def test_search_answer_answers_from_the_sections_it_found():
         csi._run(index_face.put(csi.index, [
             {"path": {"namespace": "skills", "collection": "docs", "name": name}, "contents": [{"text": text}]}
             for name, text in SEARCH_DOCS.items()]))
-        where = {k: SEARCH_INDEX[k] for k in ("namespace", "collection", "index")}
+        where = {**{k: SEARCH_INDEX[k] for k in ("namespace", "collection", "index")}, "model": "tiny-chat"}
         out = sa(csi, sa.input_type(question="What does json.dumps return?", **where))
         again = sa(csi, sa.input_type(question="What does json.dumps return?", **where))
         nothing = sa(csi, sa.input_type(question="What does json.dumps return?", min_score=0.99, **where))

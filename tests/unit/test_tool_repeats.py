@@ -171,3 +171,14 @@ def test_a_streamed_reply_never_shows_the_repeat():
             entry[1] += delta.function.arguments or ""
     assert [(name, json.loads(args)) for name, args in calls.values()] == [PARIS, SUM]
     assert [c.choices[0].finish_reason for c in chunks_ if c.choices][-1] == "tool_calls"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_repeat_cut_short_by_the_end_of_the_reply_is_dropped_too(fmt):
+    """``max_tokens`` can end a reply inside a call that repeats the first: what was held back of it
+    is not released at the end, where the parser would read it as a second call."""
+    first = call_text(fmt, "get_weather", {"city": "Paris"})
+    for cut in range(1, len(first)):
+        assert run_stopper(fmt, [first, "\n" + first[:cut]]) == (first + "\n", False), cut
+    other = call_text(fmt, "add", {"city": "Paris"})
+    assert run_stopper(fmt, [first, "\n" + other[:-1]]) == (first + "\n" + other[:-1], False)

@@ -329,9 +329,13 @@ class RepeatedCallStop:
         if repeat is not None:
             self.stopped = True
             return self._release(repeat)
-        unsettled = self.parser.spans[-1][0] if self.parser.state != "text" else self.parser.offset
-        might_repeat = any(call.startswith(self.text[unsettled:]) for call in self.seen)
-        return self._release(unsettled if might_repeat else len(self.text))
+        unsettled = self._unsettled()
+        return self._release(len(self.text) if unsettled is None else unsettled)
+
+    def _unsettled(self) -> int | None:
+        """Where the text that may still become a repeat starts (``None``: there is none)."""
+        start = self.parser.spans[-1][0] if self.parser.state != "text" else self.parser.offset
+        return start if any(call.startswith(self.text[start:]) for call in self.seen) else None
 
     def _repeat(self) -> int | None:
         """Where the first completed call that repeats an earlier one starts."""
@@ -351,8 +355,12 @@ class RepeatedCallStop:
         return out
 
     def flush(self) -> str:
-        """The end of the reply: what was held back (nothing after a repeat)."""
-        return "" if self.stopped else self._release(len(self.text))
+        """The end of the reply: what was held back, but for the start of a repeat that the reply's
+        end cut short (``max_tokens``), and nothing after a repeat."""
+        if self.stopped:
+            return ""
+        unsettled = self._unsettled()
+        return self._release(len(self.text) if unsettled is None else unsettled)
 
 
 def _partial_suffix(text: str, marker: str) -> int:
