@@ -99,8 +99,8 @@ def hf_config(model: GGUFModel) -> dict[str, Any]:
         "num_attention_heads": heads,
         "num_key_value_heads": int(model.get("attention.head_count_kv", heads)),
         "head_dim": int(model.get("rope.dimension_count", hidden // heads)),
-        "rms_norm_eps": float(model.get("attention.layer_norm_rms_epsilon", 1e-6)),
-        "rope_theta": float(model.get("rope.freq_base", 10000.0)),
+        "rms_norm_eps": _float32(model.get("attention.layer_norm_rms_epsilon", 1e-6)),
+        "rope_theta": _float32(model.get("rope.freq_base", 10000.0)),
         "max_position_embeddings": int(model.get("context_length", 2048)),
         "tie_word_embeddings": "output.weight" not in model.tensors,
         "hidden_act": "silu",
@@ -113,6 +113,11 @@ def hf_config(model: GGUFModel) -> dict[str, Any]:
     if model.arch == "llama":
         config.update(attention_bias=False, mlp_bias=False)
     return config
+
+
+def _float32(x: Any) -> float:
+    """A GGUF float32 as the shortest decimal that is the same float32 (``1e-05``, not 9.99999974e-06)."""
+    return float(str(np.float32(x)))
 
 
 def _hf_name(name: str) -> str | None:
@@ -422,18 +427,29 @@ def import_gguf(path: Path, out: Path, check_prompts: tuple[str, ...] = ("What i
     """Turn the GGUF at ``path`` into the model folder ``out`` (replaced atomically), checked
     against transformers' reading of the same file: logits within ``max_logit_diff`` on a prefill
     and cached steps, and the same greedy ids on each chat prompt of ``check_prompts``."""
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    model = read_gguf(path)
+    config = hf_config(model)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    hf_logging.disable_progress_bar()
+    try:
+        return _import(path, out, model, config, check_prompts, max_logit_diff)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _import(path: Path, out: Path, model: GGUFModel, config: dict[str, Any], check_prompts: tuple[str, ...],
+            max_logit_diff: float) -> Report:
     import onnxruntime as ort
     import torch
     from transformers import AutoTokenizer
-    from transformers.utils import logging as hf_logging
 
     from .atomic_dir import replacing
     from .onnx_decoder import CacheShape, export_decoder, verify_decoder
 
-    model = read_gguf(path)
-    config = hf_config(model)
-    torch.set_num_threads(2)
-    hf_logging.disable_progress_bar()
     with replacing(Path(out).resolve()) as tmp:
         tok_config = write_tokenizer(model, tmp)
         hf = _torch_model(model, config)
