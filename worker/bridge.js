@@ -245,16 +245,23 @@ export class Bridge {
     const cached = !!response;
     response ??= await fetch(url);
     if (!response.ok) throw new Error(`could not read ${url}: HTTP ${response.status}`);
-    const total = Number(response.headers.get("content-length")) || 0;
-    const bytes = new Uint8Array(total);
+    const said = Number(response.headers.get("content-length")) || 0;
+    /** @type {Uint8Array[]} */
+    const parts = [];
     let loaded = 0;
     const reader = /** @type {ReadableStream<Uint8Array>} */ (response.body).getReader();
     for (let r = await reader.read(); !r.done; r = await reader.read()) {
-      bytes.set(r.value, loaded);
+      parts.push(r.value);
       loaded += r.value.length;
-      progress_callback({ status: "progress", file, loaded, total });
+      progress_callback({ status: "progress", file, loaded, total: Math.max(said, loaded) });
     }
-    if (!cached) await cache?.put(url, new Response(bytes)).catch(() => {});
+    const bytes = new Uint8Array(loaded);
+    parts.reduce((at, p) => (bytes.set(p, at), at + p.length), 0);
+    parts.length = 0;
+    if (!cached) {
+      const headers = { "content-length": String(loaded) };
+      await cache?.put(url, new Response(bytes, { headers })).catch(() => {});
+    }
     const expanded = expandBlocks(bytes);
     if (!expanded) return null;
     EXPANDED_GRAPHS.set(url, expanded.graph);
