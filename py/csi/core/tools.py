@@ -105,6 +105,7 @@ def tools_preamble(tools: tuple[Tool, ...], fmt: ToolFormat) -> str:
     return ("You may call one or more functions to assist with the user query.\n"
             "You are provided with function signatures within <tools></tools> XML tags:\n"
             f"<tools>\n{listing}\n</tools>\n"
+            "Take the arguments' values from the user's message.\n"  # SmolLM2-135M: Tokyo's time asked for UTC
             f"For each function call, write:\n{example}")
 
 
