@@ -270,7 +270,7 @@ def run_bench(dist: Path) -> int:
             log("bench: tiny-chat on WebGPU")
             result["decode_webgpu_swiftshader"] = [decode_bench(page_of(), "tiny-chat", "webgpu", None, 32, 3)]
             log(f"bench: {REAL_MODEL} on WebGPU (SwiftShader: a CPU emulating a GPU, slow)")
-            result["decode_webgpu_swiftshader"].append(decode_bench(page_of(), REAL_MODEL, "webgpu", None, 8, 1))
+            result["decode_webgpu_swiftshader"].append(decode_bench(page_of(), REAL_MODEL, "webgpu", None, 4, 1))
             log("bench: embeddings")
             result["embeddings"] = embed_bench(page_of())
             log("bench: tiny-chat extras, chunking, languages")
