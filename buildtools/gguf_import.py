@@ -31,7 +31,6 @@ from onnx import TensorProto, helper, numpy_helper
 ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}
 EXACT_TYPES = ("Q4_0", "Q4_1", "Q8_0", "F16")
 FLOAT_TYPES = ("F32",)
-BLOCK = 32
 # The model property listing each expansion: {out, kind, q, d, m, dims, transposed}, or
 # {out, transpose_of, dims} (a tied LM head), or {out, kind: "F16", q, dims}.
 BLOCKS_KEY = "csi.gguf_blocks"
