@@ -8,14 +8,12 @@ unquantized float model itself."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -27,6 +25,7 @@ from tests.support.aio import run_async
 from tests.support.gguf_files import TINY_CHAT, WrittenGGUF, write_foreign_gguf, write_tiny_chat_gguf
 from tests.support.paths import ROOT
 from tests.support.prompts import PROMPTS
+from tests.support.reference import hf_chat, hf_prompt_ids
 from tests.support.smollm2_reference import one_torch_thread
 
 STEPS = 8  # greedy steps decoded on the KV cache after each prompt
@@ -67,19 +66,6 @@ def torch_logits(model: torch.nn.Module, ids: list[int]) -> np.ndarray:
         return model(torch.tensor([ids])).logits[0].numpy()
 
 
-@functools.cache
-def tiny_chat_tokenizer() -> Any:
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(TINY_CHAT)
-
-
-def prompt_ids(messages: list[dict[str, str]]) -> list[int]:
-    """The chat prompt as tiny-chat's own tokenizer and template make it."""
-    return list(tiny_chat_tokenizer().apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                                          return_dict=False))
-
-
 def onnx_greedy(folder: Path, ids: list[int], steps: int) -> tuple[list[int], np.ndarray]:
     """Greedy decoding by csi's CPython backend (onnxruntime) on the imported folder: a prefill, then
     one-token steps on its KV cache. Returns the tokens and the logits each was chosen from."""
@@ -97,7 +83,7 @@ def test_imported_logits_are_the_dequantized_models_and_within_the_quantization_
     float_model = torch_model()
     dequantized_model = torch_model(imported.gguf.dequantized)
     for messages in PROMPTS[:3]:
-        ids = prompt_ids(messages)
+        ids = hf_prompt_ids(messages)
         tokens, ours = onnx_greedy(imported.folder, ids, STEPS)
         sequence = ids + tokens[:-1]
         deq = torch_logits(dequantized_model, sequence)[len(ids) - 1:]
@@ -158,12 +144,12 @@ def test_the_tokenizer_and_chat_template_come_through(imported: Imported) -> Non
     info = run_async(backend.load_model(imported.folder.name, "cpu", None))
     assert info.eos_token_ids == (2,)
     for messages in PROMPTS:
-        expected = prompt_ids(messages)
+        expected = hf_prompt_ids(messages)
         assert list(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
                                             return_dict=False)) == expected
         assert backend.apply_chat_template(imported.folder.name, messages) == expected
     text = "Ünïcödé  and\n\n  spaces 12345 <|im_end|>"
-    assert backend.encode(imported.folder.name, text) == tiny_chat_tokenizer().encode(text)
+    assert backend.encode(imported.folder.name, text) == hf_chat()[0].encode(text)
     assert json.loads((imported.folder / "config.json").read_text())["num_key_value_heads"] == 2
 
 
