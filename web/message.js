@@ -6,6 +6,9 @@
 /** Nesting the worker accepts (csi.worker.message.MAX_DEPTH); a message is 2 levels above its request. */
 export const MAX_DEPTH = 100;
 
+/** Fields of a too-deep value's path the error's text shows (its `param` is `message`, as the worker's). */
+const DEPTH_SHOWN = 4;
+
 /** @param {(string|number)[]} path */
 function paramOf(path) {
   const rel = path[0] === "request" ? path.slice(1) : path;
@@ -34,7 +37,8 @@ export class MessageError extends Error {
 /**
  * `message` as JSON text, or a {@link MessageError} naming the first value that is not plain JSON:
  * a function, symbol, BigInt, non-finite number, typed array, class instance (Map, Date, a port…),
- * a cycle, or nesting deeper than {@link MAX_DEPTH}. `undefined` object fields are left out, as
+ * a cycle, or nesting deeper than {@link MAX_DEPTH} (that one names `message`, as the worker does, and
+ * shows the start of the path in its text). `undefined` object fields are left out, as
  * JSON.stringify does.
  * @param {Record<string, any>} message
  * @returns {string}
@@ -50,7 +54,11 @@ export function encodeMessage(message) {
       return;
     }
     if (typeof v !== "object") throw new MessageError(`\`${param}\` is a ${typeof v}, not a JSON value`, param);
-    if (path.length + 1 > MAX_DEPTH) throw new MessageError(`\`${param}\` nests deeper than ${MAX_DEPTH} levels`, param);
+    if (path.length + 1 > MAX_DEPTH) {
+      // the whole path would be ~MAX_DEPTH segments long: the text shows where it starts
+      const start = paramOf(path.slice(0, path[0] === "request" ? DEPTH_SHOWN + 1 : DEPTH_SHOWN));
+      throw new MessageError(`the message nests deeper than ${MAX_DEPTH} levels (at \`${start}…\`)`, "message");
+    }
     if (seen.has(v)) throw new MessageError(`\`${param}\` refers back to itself: JSON has no cycles`, param);
     const proto = Object.getPrototypeOf(v);
     const isArray = Array.isArray(v);

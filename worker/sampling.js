@@ -20,6 +20,20 @@ const GRAMMAR_ERROR = "[grammar] ";
  * of that distribution, then temperature, top-k, top-p and the draw.
  */
 
+/** The largest float32: a repetition penalty saturates there instead of making an infinity. */
+const F32_MAX = 3.4028234663852886e38;
+
+/**
+ * The floor of every log-probability (csi.core.request.MIN_LOGPROB, OpenAI's "very unlikely"): a
+ * token with no chance, or logits that are not finite, give this, never -Infinity or NaN.
+ */
+export const MIN_LOGPROB = -9999;
+
+/** @param {number} v a log-probability @returns {number} finite, at least {@link MIN_LOGPROB} */
+function floorLogprob(v) {
+  return Number.isFinite(v) && v > MIN_LOGPROB ? v : MIN_LOGPROB;
+}
+
 /** mulberry32: a small, fast, seedable 32-bit generator. Returns floats in [0, 1). */
 export class Rng {
   /** @param {number} seed */
@@ -419,7 +433,10 @@ export function processLogits(logits, p, sequence, counts, timing) {
     const from = window > 0 ? Math.max(0, sequence.length - window) : 0;
     const seen = new Set(sequence.slice(from));
     for (const id of seen) {
-      if (id < out.length) out[id] = out[id] > 0 ? out[id] / rep : out[id] * rep;
+      if (id < out.length) {
+        const v = out[id] > 0 ? out[id] / rep : out[id] * rep;
+        out[id] = v > F32_MAX ? F32_MAX : v < -F32_MAX ? -F32_MAX : v;
+      }
     }
   }
   if (freq !== 0 || pres !== 0) {
@@ -436,7 +453,9 @@ export function processLogits(logits, p, sequence, counts, timing) {
 }
 
 /**
- * Log-probability of `token` and the `k` most likely tokens under softmax(`logits`).
+ * Log-probability of `token` and the `k` most likely tokens under softmax(`logits`), each floored at
+ * {@link MIN_LOGPROB} (so always finite); tokens at -Infinity (ruled out by a grammar) are never
+ * among the `k`.
  * @param {Float32Array} logits
  * @param {number} token
  * @param {number} k
@@ -473,8 +492,8 @@ export function logprobs(logits, token, k, lse) {
   /** @type {Array<[number, number]>} */
   const top = [];
   // tokens a grammar ruled out (-Infinity) are never among the alternatives
-  for (let j = 0; j < k; j++) if (topValues[j] > -Infinity) top.push([topIds[j], topValues[j] - lse]);
-  return { logprob: logits[token] - lse, top };
+  for (let j = 0; j < k; j++) if (topValues[j] > -Infinity) top.push([topIds[j], floorLogprob(topValues[j] - lse)]);
+  return { logprob: floorLogprob(logits[token] - lse), top };
 }
 
 /**

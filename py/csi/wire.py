@@ -3,9 +3,9 @@ which turns pydantic's first complaint into an ``InvalidInputError`` naming the 
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import InvalidInputError
 
@@ -15,6 +15,16 @@ class Strict(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
+
+MIN_REPETITION_PENALTY = 0.01
+MAX_REPETITION_PENALTY = 100.0
+"""The repetition penalties faces accept. HF, vLLM and WebLLM take any positive number, but the
+penalty divides (positive) or multiplies (negative) float32 logits: 1e-320 turns them into
+infinities and the log-probabilities into NaN. Within [0.01, 100] a logit grows at most 100-fold,
+so it stays finite unless it was beyond 3.4e36 already (``processLogits`` also saturates it)."""
+
+RepetitionPenalty = Annotated[float, Field(ge=MIN_REPETITION_PENALTY, le=MAX_REPETITION_PENALTY)]
+"""HF's multiplicative repetition penalty, in every face that takes one (OpenAI, Spin)."""
 
 M = TypeVar("M", bound=BaseModel)
 

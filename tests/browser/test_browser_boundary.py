@@ -77,10 +77,38 @@ def test_arguments_that_cannot_cross_are_refused_by_name(page):
                        "registerNull": "name", "stringArgs": "requests", "surrogate": "prompt"}
     for key, param in expected_params.items():
         assert out[key].get("name") == "InvalidInputError" and out[key]["param"] == param, (key, out[key])
-    assert out["deep"]["name"] == "InvalidInputError" and out["deep"]["param"].startswith("stop")
+    assert out["deep"]["name"] == "InvalidInputError" and out["deep"]["param"] == "message", out["deep"]
+    assert "`stop[0][0][0]…`" in out["deep"]["message"] and len(out["deep"]["message"]) < 80  # not a 300-char path
     assert out["putNullOptions"].get("ok") and out["createNullOptions"].get("ok") is not None
     assert out["pending"] == 0
     assert not any(v.get("sync") or v.get("hang") or v.get("notPromise") for v in out.values() if isinstance(v, dict))
+
+
+def test_repetition_penalties_that_break_float32_are_refused_and_logprobs_stay_numbers(page):
+    out = page.ok(HARNESS + """
+      const user = [{role: 'user', content: 'hi hi hi'}];
+      const out = {};
+      for (const rp of [1e-320, 0, 0.0099, 100.01, 1e30]) {
+        out['chat' + rp] = await settle(() => engine.chat.completions.create(
+          {messages: user, max_tokens: 2, logprobs: true, repetition_penalty: rp}));
+        out['spin' + rp] = await settle(() => engine.llm.infer('tiny-chat', 'x', {max_tokens: 2, repeat_penalty: rp}));
+      }
+      out.bounds = [];
+      for (const rp of [0.01, 100]) {
+        const r = await engine.chat.completions.create({messages: user, max_tokens: 6, logprobs: true,
+          top_logprobs: 5, temperature: 0, ignore_eos: true, repetition_penalty: rp, logit_bias: {'1': -100}});
+        out.bounds.push(r.choices[0].logprobs.content.flatMap(
+          (t) => [t.logprob, ...t.top_logprobs.map((a) => a.logprob)]));
+      }
+      return out;""")
+    for key, value in out.items():
+        if key.startswith("chat"):
+            assert value.get("name") == "InvalidInputError" and value["param"] == "repetition_penalty", (key, value)
+        elif key.startswith("spin"):
+            assert value.get("name") == "InvalidInputError" and value["param"] == "params.repeat_penalty", (key, value)
+    for values in out["bounds"]:
+        assert len(values) == 6 * 6
+        assert all(isinstance(v, int | float) and -9999 <= v <= 0 for v in values), values
 
 
 def test_random_hostile_calls_settle_typed_and_leave_nothing_pending(page):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 
 import pytest
 
@@ -15,6 +16,7 @@ from csi.testing import EOS, ScriptedBackend
 from csi.worker.app import WorkerApp
 from csi.worker.message import MAX_DEPTH
 from tests.support.aio import run_async
+from tests.support.paths import ROOT
 
 VOCAB = [b"<eos>", b"Hello", b" world", b"!"]
 runtime = build_runtime(ScriptedBackend(VOCAB, [1, 2, 3, EOS]), LocalHost())
@@ -87,6 +89,39 @@ def test_nesting_within_the_limit_reaches_the_face():
     r = reply('{"id":"r1","type":"chat","request":{"messages":[],"stop":' + inner + "}}")
     assert r["error"]["param"] != "message"  # read, then refused by the chat face for what it says
     assert reply(chat({"messages": USER, "max_tokens": 2}))["type"] == "result"
+
+
+PAGE_ENCODE = """
+  import { encodeMessage, MAX_DEPTH } from "%s";
+  const depth = Number(process.argv[1]);
+  let deep = []; for (let i = 1; i < depth; i++) deep = [deep];
+  const out = {maxDepth: MAX_DEPTH};
+  try { out.text = encodeMessage({id: "r1", type: "chat", request: {messages: [], stop: deep}}); }
+  catch (e) { out.error = {name: e.name, param: e.param, message: e.message}; }
+  console.log(JSON.stringify(out));"""
+
+
+def page_encode(depth: int) -> dict:
+    """web/message.js ``encodeMessage`` of a chat request whose ``stop`` is ``depth`` arrays deep."""
+    script = PAGE_ENCODE % (ROOT / "web" / "message.js")
+    out = subprocess.run(["node", "--input-type=module", "-e", script, str(depth)], capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout)
+
+
+def test_too_deep_is_param_message_on_the_page_in_the_worker_and_in_the_readme():
+    # the message is 1 level, the request 2, `stop` 3: `stop` may be MAX_DEPTH - 2 deep
+    readme_row = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| nesting |"))
+    readme_param = readme_row.rstrip(" |").rsplit("|", 1)[1].strip().strip("`")
+    ok, deep = page_encode(MAX_DEPTH - 2), page_encode(MAX_DEPTH - 1)
+    assert ok["maxDepth"] == MAX_DEPTH and "error" not in ok
+    assert reply(ok["text"])["error"]["param"] != "message"  # read by the worker, refused by the face
+    err = deep["error"]
+    assert err["name"] == "InvalidInputError" and err["param"] == readme_param == "message", err
+    assert f"deeper than {MAX_DEPTH} levels" in err["message"] and "`stop[0][0][0]…`" in err["message"], err
+    assert len(err["message"]) < 80, err  # not a ~300-character field path
+    raw = ok["text"].replace('"stop":', '"stop":[', 1).replace("]}}", "]]}}", 1)
+    assert reply(raw)["error"]["param"] == readme_param  # the worker's answer to the same depth
 
 
 def test_a_tiny_temperature_is_greedy():

@@ -24,10 +24,12 @@ from tokenizers import Tokenizer
 from ..core.backend import Embeddings, ModelInfo, ProgressFn, SamplingParams, StepResult, reusable_prefix
 from ..core.grammar import Grammar, GrammarError, compact_json_formats, vocab_type
 from ..core.guts import GraphSummary, GutsArrays, GutsTensors, find_tensors, rotary_inv_freq
+from ..core.request import MIN_LOGPROB
 from ..core.token_bytes import TokenBytes, build_token_bytes
 from ..errors import ModelLoadError
 
 CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+F32_MAX = float(np.finfo(np.float32).max)
 
 
 class Mulberry32:
@@ -81,7 +83,10 @@ def process_logits(logits: np.ndarray, p: SamplingParams, sequence: list[int], c
         seen = np.fromiter(sorted(set(window)), dtype=np.int64)
         seen = seen[seen < len(out)]
         vals = out[seen]
-        out[seen] = np.where(vals > 0, vals / np.float32(p.repetition_penalty), vals * np.float32(p.repetition_penalty))
+        with np.errstate(over="ignore"):  # saturated, as processLogits does
+            rep = np.float32(p.repetition_penalty)
+            penalized = np.where(vals > 0, vals / rep, vals * rep)
+        out[seen] = np.clip(penalized, -F32_MAX, F32_MAX)
     for token, n in counts.items():
         if token < len(out):
             out[token] = np.float32(float(out[token]) - (n * p.frequency_penalty + (p.presence_penalty if n else 0.0)))
@@ -91,13 +96,20 @@ def process_logits(logits: np.ndarray, p: SamplingParams, sequence: list[int], c
     return out
 
 
+def floor_logprob(value: float) -> float:
+    """A log-probability as sent: finite, at least ``MIN_LOGPROB`` (NaN and -inf become it)."""
+    return value if math.isfinite(value) and value > MIN_LOGPROB else MIN_LOGPROB
+
+
 def token_logprobs(logits: np.ndarray, token: int, k: int) -> tuple[float, tuple[tuple[int, float], ...]]:
-    """Log-probability of ``token`` and the ``k`` most likely tokens (tokens a grammar ruled out,
-    at -inf, are never among them)."""
+    """Log-probability of ``token`` and the ``k`` most likely tokens, floored as worker/sampling.js
+    ``logprobs`` does (tokens a grammar ruled out, at -inf, are never among them)."""
     z = logits.astype(np.float64)
-    lse = z.max() + np.log(np.exp(z - z.max()).sum())
-    top: np.ndarray | list[int] = np.lexsort((np.arange(len(z)), -z))[:k] if k else []
-    return float(z[token] - lse), tuple((int(i), float(z[i] - lse)) for i in top if np.isfinite(z[i]))
+    with np.errstate(invalid="ignore"):  # logits all -inf, or +inf: NaN, floored below
+        lse = z.max() + np.log(np.exp(z - z.max()).sum())
+        top: np.ndarray | list[int] = np.lexsort((np.arange(len(z)), -z))[:k] if k else []
+        return floor_logprob(float(z[token] - lse)), tuple((int(i), floor_logprob(float(z[i] - lse)))
+                                                           for i in top if z[i] > -np.inf)
 
 
 def sample(logits: np.ndarray, p: SamplingParams, rng: Mulberry32) -> int:

@@ -10,6 +10,10 @@ from .grammar import Grammar
 MIN_TEMPERATURE = 1e-5
 """Temperatures below this sample as 0 does: greedily."""
 
+MIN_LOGPROB = -9999.0
+"""The floor of every log-probability sent: OpenAI's value for "very unlikely". A token with no
+chance at all (or log-probabilities of logits that are not finite) gets this instead of -inf/NaN."""
+
 
 @dataclass(frozen=True)
 class SamplingParams:

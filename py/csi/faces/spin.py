@@ -9,14 +9,14 @@ from pydantic import Field
 
 from ..core.engine import Engine
 from ..core.request import GenerationParams, GenerationRequest, SamplingParams
-from ..wire import Strict, parse_request
+from ..wire import RepetitionPenalty, Strict, parse_request
 
 
 class InferencingParams(Strict):
     """Spin's params; absent fields take Spin's defaults."""
 
     max_tokens: Annotated[int, Field(ge=1)] | None = 100
-    repeat_penalty: Annotated[float, Field(gt=0.0)] = 1.1
+    repeat_penalty: RepetitionPenalty = 1.1
     repeat_penalty_last_n_token_count: Annotated[int, Field(ge=0)] = 64
     temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.8
     top_k: Annotated[int, Field(ge=0)] = 40
@@ -49,7 +49,7 @@ async def infer(engine: Engine, request: Any) -> dict[str, Any]:
     [r] = await engine.generate(req.to_generation_request()).collect()
     return {
         "text": r.text,
-        "finish_reason": "stop" if r.stats.finish_reason == "abort" else r.stats.finish_reason,
+        "finish_reason": r.stats.finish_reason,  # "abort" too: the seed's enum has no word for a cut generation
         "usage": {"prompt_token_count": r.stats.prompt_tokens, "generated_token_count": r.stats.completion_tokens},
     }
 

@@ -81,12 +81,15 @@ class ChatParams:
 
 
 class FinishReason(StrEnum):
-    """Why the model stopped: a natural end or stop sequence, the token limit, a content filter."""
+    """Why the model stopped: a natural end or stop sequence, the token limit, a content filter, a
+    tool call, or (csi-web's addition to the WIT enum) ``ABORT``: the generation was cut short by an
+    interrupt, so the text is incomplete."""
 
     STOP = "stop"
     LENGTH = "length"
     CONTENT_FILTER = "content_filter"
     TOOL_CALLS = "tool_calls"
+    ABORT = "abort"
 
 
 @dataclass

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, model_serializer
 from ...core.decode import FinishReason
 from ...core.request import GenerationParams, GenerationRequest, SamplingParams
 from ...errors import InvalidInputError
-from ...wire import MAX_BATCH, Strict
+from ...wire import MAX_BATCH, RepetitionPenalty, Strict
 from .messages import Message, TextContentPart, chat_message, check_messages
 from .structured import ChatCompletionTool, ResponseFormat, ToolChoiceOption, engine_tools
 
@@ -78,7 +78,7 @@ class ChatCompletionRequest(_OpenAINoOps):
     n: Annotated[int, Field(ge=1, le=128)] | None = None
     frequency_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
     presence_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
-    repetition_penalty: Annotated[float, Field(gt=0.0)] | None = None
+    repetition_penalty: RepetitionPenalty | None = None
     max_tokens: Annotated[int, Field(ge=1)] | None = None
     max_completion_tokens: Annotated[int, Field(ge=1)] | None = None
     """OpenAI's newer name for ``max_tokens``."""
@@ -168,7 +168,7 @@ class CompletionRequest(_OpenAINoOps):
     echo: bool | None = None
     frequency_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
     presence_penalty: Annotated[float, Field(ge=-2.0, le=2.0)] | None = None
-    repetition_penalty: Annotated[float, Field(gt=0.0)] | None = None
+    repetition_penalty: RepetitionPenalty | None = None
     max_tokens: Annotated[int, Field(ge=1)] | None = None
     stop: str | list[str] | None = None
     temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = None

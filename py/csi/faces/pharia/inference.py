@@ -163,7 +163,9 @@ def _result(gen: Generation, r: ChoiceResult, logprobs: Logprobs, called: bool) 
         {"sampled": lp(s.token, s.logprob or 0.0),
          "top": [lp(t, v) for t, v in s.top] if isinstance(logprobs, TopLogprobs) else []}
         for s in r.steps]
-    finish: str = "stop" if r.stats.finish_reason == "abort" else str(r.stats.finish_reason)
+    # the seed's enum (stop, length, content-filter) has no word for a cut generation; "abort", as
+    # WebLLM and the OpenAI face say it, rather than "stop", which would claim a natural end
+    finish: str = str(r.stats.finish_reason)
     if called and finish == "stop":
         finish = "tool_calls"
     return {
