@@ -385,7 +385,8 @@ async function addDocuments(docs) {
       metadata: { source: d.source, added: new Date().toISOString() },
     }));
     const out = await engine.index.put(documents, {
-      progress: (/** @type {{loaded: number, total: number, chunks: number}} */ p) => {
+      progress: (p) => {
+        if (p.stage !== "index") return; // e.g. "queued" while the embedding model is busy
         ui.docProgress.value = p.total ? p.loaded / p.total : 1;
         ui.docIngestText.textContent = `Indexing ${p.loaded} / ${p.total} documents (${p.chunks} chunks)…`;
       },

@@ -65,7 +65,14 @@ import { encodeMessage } from "./message.js";
  *                                                   tool_calls?: ToolCallDelta[]},
  *                            finish_reason: FinishReason|null, logprobs: null}>,
  *            usage?: CompletionUsage|null}} ChatCompletionChunk
- * @typedef {{signal?: AbortSignal}} CallOptions
+ * @typedef {import("../worker/protocol.js").Progress} Progress
+ * @typedef {{timeoutMs?: number, progress?: (p: Progress) => void}} Deadline
+ *   Every method takes these last: past `timeoutMs` the call rejects with a `TimeoutError` (its work
+ *   in the worker is cancelled; the engine goes on); `progress` receives the call's progress
+ *   events, among them `{stage: "queued", waiting_for, skill?}` when it has to wait: for a model
+ *   another request is using (`waiting_for` is that request's id), or for a skill that keeps the
+ *   worker's Python busy (`skill` names it).
+ * @typedef {Deadline & {signal?: AbortSignal}} CallOptions
  * @typedef {{input: string|string[], model?: string|null}} EmbeddingCreateParams
  * @typedef {{object: "list", model: string, data: Array<{object: "embedding", index: number,
  *            embedding: number[]}>, usage: {prompt_tokens: number, total_tokens: number}}} CreateEmbeddingResponse
@@ -172,6 +179,44 @@ function settleOnly(api) {
 
 /** How long a skill may run (or its module take to load) before it is interrupted. */
 export const SKILL_TIME_LIMIT_MS = 300_000;
+/** The longest time limit a skill call takes (a day). */
+const MAX_TIME_LIMIT_MS = 86_400_000;
+/** A call not taken by the worker this long after a skill started is reported `queued` behind it. */
+const QUEUED_AFTER_MS = 250;
+/** Past a skill's time limit (or after interruptGenerate), the page trips Python's interrupt this often. */
+const TRIP_EVERY_MS = 200;
+/** interruptGenerate() trips Python's interrupt for at most this long. */
+const TRIP_INTERRUPT_FOR_MS = 10_000;
+
+/**
+ * `value` as a number of milliseconds, or a typed error naming `param`.
+ * @param {unknown} value @param {string} param @param {number} max
+ * @returns {number|undefined}
+ */
+function milliseconds(value, param, max = MAX_TIME_LIMIT_MS) {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "number" || !(value > 0 && value <= max)) {
+    throw new EngineError({ name: "InvalidInputError", param,
+      message: `\`${param}\` must be a number of milliseconds from 0 (excluded) to ${max}` });
+  }
+  return value;
+}
+
+/**
+ * The `timeoutMs` and `progress` of a method's last argument (undefined when it has none).
+ * @param {any} options @returns {Deadline}
+ */
+function deadline(options) {
+  return options && typeof options === "object"
+    ? { timeoutMs: options.timeoutMs, progress: typeof options.progress === "function" ? options.progress : undefined }
+    : {};
+}
+
+/**
+ * @typedef {{type: string, resolve: Function, reject: Function, chunk?: Function, progress?: Function,
+ *            accepted: boolean, timers: ReturnType<typeof setTimeout>[], onFinal?: () => void}} PendingCall
+ *   `onFinal`: called once the worker has answered the call (even after the page gave up on it) or is gone.
+ */
 
 export class WebWorkerEngine {
   /** @param {Worker} worker @param {EngineConfig} config */
@@ -179,20 +224,26 @@ export class WebWorkerEngine {
     this.worker = worker;
     this.config = config;
     this.nextId = 1;
-    /** @type {Map<string, {resolve: Function, reject: Function, chunk?: Function, progress?: Function}>} */
+    /** @type {Map<string, PendingCall>} */
     this.pending = new Map();
+    /** @type {Map<string, () => void>} calls that timed out on the page, and what to do once the worker ends them */
+    this.abandoned = new Map();
     /** @type {string[]} */
     this.modelIds = [];
     /** @type {string|null} why the worker is gone, once it is */
     this.crashed = null;
     /** @type {Uint8Array|null} Pyodide's interrupt flag, shared with the worker when the page is cross-origin isolated */
     this.interruptBuffer = null;
+    /** @type {Int32Array|null} how many times interruptGenerate() was called, shared with the worker */
+    this.pageInterrupts = null;
     if (globalThis.crossOriginIsolated && typeof SharedArrayBuffer === "function") {
-      this.interruptBuffer = new Uint8Array(new SharedArrayBuffer(1));
-      worker.postMessage({ type: "interrupt_buffer", buffer: this.interruptBuffer.buffer });
+      const shared = new SharedArrayBuffer(8);
+      this.interruptBuffer = new Uint8Array(shared, 0, 1);
+      this.pageInterrupts = new Int32Array(shared, 4, 1);
+      worker.postMessage({ type: "interrupt_buffer", buffer: shared });
     }
-    /** @type {Set<string>} skill calls (register, run) under way: what an interrupt of Python may hit */
-    this.skillCalls = new Set();
+    /** @type {Map<string, string>} skill calls (register, run) under way: id -> the skill's name */
+    this.skillCalls = new Map();
     /** WebLLM's per-model memory: the last reply, runtime stats, chat options */
     this.chatStates = new ChatStates();
     /** @type {Map<string, number[]>} the tokens `forwardTokensAndSample` fed since its last prefill, per model */
@@ -216,27 +267,36 @@ export class WebWorkerEngine {
     };
     this.embeddings = {
       /** @returns {Promise<CreateEmbeddingResponse>} */
-      create: (/** @type {EmbeddingCreateParams} */ request) => this.send("embeddings", { request }),
+      create: (/** @type {EmbeddingCreateParams} */ request, /** @type {Deadline} */ options = {}) =>
+        this.send("embeddings", { request }, deadline(options)),
     };
     /** The CSI (pharia:skill@0.3.0): batches in, results in request order. */
     this.csi = {
-      complete: (requests) => this.send("csi_complete", { request: requests }).then(bytesToArrays),
-      chat: (requests) => this.send("csi_chat", { request: requests }).then(bytesToArrays),
+      complete: (requests, /** @type {Deadline} */ options = {}) =>
+        this.send("csi_complete", { request: requests }, deadline(options)).then(bytesToArrays),
+      chat: (requests, /** @type {Deadline} */ options = {}) =>
+        this.send("csi_chat", { request: requests }, deadline(options)).then(bytesToArrays),
       /** `[{text, params: {model, max_tokens, overlap}}]` -> chunks (strings) per request */
-      chunk: (requests) => this.send("csi_chunk", { request: requests }),
+      chunk: (requests, /** @type {Deadline} */ options = {}) =>
+        this.send("csi_chunk", { request: requests }, deadline(options)),
       /** like `chunk`, each chunk as `{text, byte_offset, character_offset}` (offsets in UTF-8 bytes and code points) */
-      chunkWithOffsets: (requests) => this.send("csi_chunk_with_offsets", { request: requests }),
+      chunkWithOffsets: (requests, /** @type {Deadline} */ options = {}) =>
+        this.send("csi_chunk_with_offsets", { request: requests }, deadline(options)),
       /** `[{text, languages}]` -> an ISO 639-3 code or null per request */
-      selectLanguage: (requests) => this.send("csi_select_language", { request: requests }),
+      selectLanguage: (requests, /** @type {Deadline} */ options = {}) =>
+        this.send("csi_select_language", { request: requests }, deadline(options)),
       /**
        * `[{index_path: {namespace, collection, index}, query, max_results, min_score, filters}]` ->
        * per request `[{document_path, content, score, start: {item, position}, end: {item, position}}]`, best first
        */
-      search: (requests) => this.send("csi_search", { request: requests }),
+      search: (requests, /** @type {Deadline} */ options = {}) =>
+        this.send("csi_search", { request: requests }, deadline(options)),
       /** `[{namespace, collection, name}]` -> `[{path, contents: [{text} | "image"], metadata}]` */
-      documents: (paths) => this.send("csi_documents", { request: paths }),
+      documents: (paths, /** @type {Deadline} */ options = {}) =>
+        this.send("csi_documents", { request: paths }, deadline(options)),
       /** `[{namespace, collection, name}]` -> metadata (any JSON value) or null per path */
-      documentMetadata: (paths) => this.send("csi_document_metadata", { request: paths }),
+      documentMetadata: (paths, /** @type {Deadline} */ options = {}) =>
+        this.send("csi_document_metadata", { request: paths }, deadline(options)),
     };
     /** The document index's writes: collections of documents with named search indexes, kept in IndexedDB. */
     this.index = {
@@ -244,54 +304,61 @@ export class WebWorkerEngine {
        * `{namespace, collection, index, model = "all-minilm-l6-v2", max_tokens = 128, overlap = 0, hybrid = false}`
        * -> the index's configuration and `created`; existing documents are indexed (progress as `put`)
        */
-      createIndex: (request, /** @type {{progress?: (p: IndexProgress) => void}} */ options = {}) =>
-        this.send("index_create", { request }, { progress: options?.progress }),
+      createIndex: (request, /** @type {Deadline} */ options = {}) =>
+        this.send("index_create", { request }, deadline(options)),
       /**
        * `[{path: {namespace, collection, name}, contents: [{text} | "image"], metadata}]` -> `{documents, chunks}`.
        * Replaces documents with the same path. `progress({loaded, total, documents, chunks})` follows each commit.
        */
-      put: (documents, /** @type {{progress?: (p: IndexPutProgress) => void}} */ options = {}) =>
-        this.send("index_put", { request: documents }, { progress: options?.progress }),
+      put: (documents, /** @type {Deadline} */ options = {}) =>
+        this.send("index_put", { request: documents }, deadline(options)),
       /** `[{namespace, collection, name}]` -> whether each existed */
-      delete: (paths) => this.send("index_delete", { request: paths }),
+      delete: (paths, /** @type {Deadline} */ options = {}) =>
+        this.send("index_delete", { request: paths }, deadline(options)),
       /** `{namespace?, collection?}` -> `{collections: [{namespace, collection, indexes}], documents?: [{name, chunks}]}` */
-      list: (request = {}) => this.send("index_list", { request }),
+      list: (request = {}, /** @type {Deadline} */ options = {}) =>
+        this.send("index_list", { request }, deadline(options)),
       /** `{namespace, collection, index}` drops an index; `{namespace, collection}` the whole collection */
-      drop: (request) => this.send("index_drop", { request }),
+      drop: (request, /** @type {Deadline} */ options = {}) => this.send("index_drop", { request }, deadline(options)),
     };
     /** Skills: Python functions decorated with `@skill` (csi.sdk), kept in IndexedDB across reloads. */
     this.skills = {
       /** @param {{name: string, source: string}} skill -> `{name, description, input_schema, output_schema}` */
-      register: (skill, /** @type {{timeLimitMs?: number}} */ options = {}) =>
+      register: (skill, /** @type {Deadline & {timeLimitMs?: number}} */ options = {}) =>
         this.skillCall("skills_register", { name: skill?.name, source: skill?.source }, options),
       /** -> `[{name, description, builtin, error}]` */
-      list: () => this.send("skills_list"),
+      list: (/** @type {Deadline} */ options = {}) => this.send("skills_list", {}, deadline(options)),
       /** @param {string} name -> `{description, input_schema, output_schema}` */
-      metadata: (name) => this.send("skills_metadata", { name }),
+      metadata: (name, /** @type {Deadline} */ options = {}) => this.send("skills_metadata", { name }, deadline(options)),
       /**
        * @param {string} name @param {any} input a JSON value -> the skill's output (a JSON value)
-       * @param {{timeLimitMs?: number}} [options] past the limit (default `config.skillTimeLimitMs`, 5 minutes)
-       *   the skill is interrupted and the call rejects with a `SkillError`
+       * @param {Deadline & {timeLimitMs?: number}} [options] past `timeLimitMs` of running (default
+       *   `config.skillTimeLimitMs`, 5 minutes) the skill is interrupted and the call rejects with a `SkillError`
        */
       run: (name, input, options = {}) => this.skillCall("skills_run", { name, input }, options),
       /** @param {string} name */
-      remove: (name) => this.send("skills_remove", { name }),
+      remove: (name, /** @type {Deadline} */ options = {}) => this.send("skills_remove", { name }, deadline(options)),
     };
     /** Spin's `llm` interface (with the stop / optional max-tokens / finish-reason proposal). */
     this.llm = {
-      infer: (model, prompt, params = null) => this.send("llm_infer", { request: { model, prompt, params } }),
-      generateEmbeddings: (model, text) => this.send("llm_embeddings", { request: { model, text } }),
+      infer: (model, prompt, params = null, /** @type {Deadline} */ options = {}) =>
+        this.send("llm_infer", { request: { model, prompt, params } }, deadline(options)),
+      generateEmbeddings: (model, text, /** @type {Deadline} */ options = {}) =>
+        this.send("llm_embeddings", { request: { model, text } }, deadline(options)),
     };
     /** The RemoteLLM service (proto3 JSON field names). */
     this.remote = {
-      generate: (request) => this.send("remote_generate", { request }),
-      getLlmType: (request = {}) => this.send("remote_llm_type", { request }),
+      generate: (request, /** @type {Deadline} */ options = {}) =>
+        this.send("remote_generate", { request }, deadline(options)),
+      getLlmType: (request = {}, /** @type {Deadline} */ options = {}) =>
+        this.send("remote_llm_type", { request }, deadline(options)),
       /**
        * Each prompt token's embeddings and final hidden state, and the likeliest next tokens.
        * @param {{prompt: string, api_key?: string, fft_embeddings?: boolean, embedding_trunkation?: number,
        *   top_k_logits?: number, model?: string}} request
        */
-      generationalGuts: (request) => this.send("remote_guts", { request }),
+      generationalGuts: (request, /** @type {Deadline} */ options = {}) =>
+        this.send("remote_guts", { request }, deadline(options)),
     };
     for (const api of [this.chat, this.completions, this.embeddings, this.csi, this.index, this.skills, this.llm,
       this.remote]) {
@@ -401,8 +468,33 @@ export class WebWorkerEngine {
   failAll(message) {
     const pending = [...this.pending.values()];
     this.pending.clear();
-    this.crashed = message;
-    for (const p of pending) p.reject(new EngineError({ name: "WorkerCrashedError", message }));
+    this.crashed ??= message;
+    for (const p of pending) {
+      for (const t of p.timers) clearTimeout(t);
+      p.onFinal?.();
+      p.reject(new EngineError({ name: "WorkerCrashedError", message: this.crashed }));
+    }
+    for (const onFinal of this.abandoned.values()) onFinal();
+    this.abandoned.clear();
+  }
+
+  /**
+   * End call `id` (if still pending) and stop its timers; `how` resolves or rejects it.
+   * @param {string} id @param {(p: PendingCall) => void} how
+   */
+  settle(id, how) {
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
+    for (const t of p.timers) clearTimeout(t);
+    how(p);
+  }
+
+  /** The worker ended call `id`, which the page had given up on. @param {string} id */
+  ended(id) {
+    const onFinal = this.abandoned.get(id);
+    this.abandoned.delete(id);
+    onFinal?.();
   }
 
   /** Stop the worker now; pending calls reject with `WorkerCrashedError`. */
@@ -420,43 +512,95 @@ export class WebWorkerEngine {
     } catch {
       return; // not ours: every reply of the worker is JSON text
     }
-    const p = this.pending.get(msg?.id);
-    if (!p) return;
-    if (msg.type === "progress") {
-      try {
-        p.progress?.(msg.progress);
-      } catch (err) {
-        console.error("a progress callback threw:", err); // the call goes on
-      }
+    if (msg?.type === "fatal") { // the worker is gone: a skill closed it, or its Python failed fatally
+      this.failAll(String(msg.error?.message ?? "the worker ended"));
+      this.worker.terminate();
+      return;
+    }
+    const id = msg?.id;
+    const p = this.pending.get(id);
+    if (!p) {
+      if (msg?.type === "result" || msg?.type === "error") this.ended(id);
+      return;
+    }
+    if (msg.type === "accepted") p.accepted = true;
+    else if (msg.type === "progress") {
+      const progress = msg.progress;
+      const skill = progress?.stage === "queued" && this.skillCalls.get(String(progress.waiting_for));
+      this.report(p, skill ? { ...progress, skill } : progress);
     }
     else if (msg.type === "chunk") p.chunk?.(msg.chunk);
-    else {
-      this.pending.delete(msg.id);
-      if (msg.type === "error") p.reject(new EngineError(msg.error));
-      else p.resolve(msg.result);
+    else if (msg.type === "error") this.settle(id, (q) => {
+      q.onFinal?.();
+      q.reject(new EngineError(msg.error));
+    });
+    else this.settle(id, (q) => {
+      q.onFinal?.();
+      q.resolve(msg.result);
+    });
+  }
+
+  /** @param {PendingCall} p @param {any} progress */
+  report(p, progress) {
+    try {
+      p.progress?.(progress);
+    } catch (err) {
+      console.error("a progress callback threw:", err); // the call goes on
     }
   }
 
   /**
    * @template {MessageType} K
    * @param {K} type @param {import("../worker/protocol.js").MessageBody<K>} [body]
-   * @param {{chunk?: Function, progress?: Function, id?: string}} [handlers]
+   * @param {Deadline & {chunk?: Function, id?: string, onFinal?: () => void}} [handlers]
    * @returns {Promise<any>}
    */
   send(type, body = /** @type {import("../worker/protocol.js").MessageBody<K>} */ ({}), handlers = {}) {
     const id = handlers.id ?? `r${this.nextId++}`;
     return new Promise((resolve, reject) => {
       if (this.crashed) throw new EngineError({ name: "WorkerCrashedError", message: this.crashed });
+      const timeoutMs = milliseconds(handlers.timeoutMs, "timeoutMs");
       const text = encodeMessage({ id, type, ...body }); // id first: the worker finds it even in a bad message
       const fn = (/** @type {any} */ f) => (typeof f === "function" ? f : undefined);
-      this.pending.set(id, { resolve, reject, chunk: fn(handlers.chunk), progress: fn(handlers.progress) });
+      /** @type {PendingCall} */
+      const call = { type, resolve, reject, chunk: fn(handlers.chunk), progress: fn(handlers.progress),
+        accepted: false, timers: [], onFinal: handlers.onFinal };
+      this.pending.set(id, call);
       try {
         this.worker.postMessage(text);
       } catch (err) {
         this.pending.delete(id);
         throw new EngineError({ name: "WorkerCrashedError", message: `could not reach the worker: ${err?.message ?? err}` });
       }
+      if (timeoutMs !== undefined) call.timers.push(setTimeout(() => this.expire(id, timeoutMs), timeoutMs));
+      const busy = [...this.skillCalls].find(([other]) => other !== id);
+      if (busy) call.timers.push(setTimeout(() => this.reportQueued(id), QUEUED_AFTER_MS));
     });
+  }
+
+  /**
+   * Call `id` is past its `timeoutMs`: it rejects with a `TimeoutError`, its work is cancelled.
+   * @param {string} id @param {number} ms
+   */
+  expire(id, ms) {
+    const call = this.pending.get(id);
+    if (call?.onFinal) this.abandoned.set(id, call.onFinal);
+    this.settle(id, (p) => p.reject(new EngineError({ name: "TimeoutError", param: "timeoutMs",
+      message: `the ${p.type} call had no answer within ${ms} ms; it was cancelled` })));
+    // a load is cancelled by unloading (it would replace every model anyway)
+    if (call) this.post(call.type === "load" ? { id: `${id}-unload`, type: "unload" }
+      : { id: `${id}-cancel`, type: "cancel", target: id });
+  }
+
+  /**
+   * The worker has not taken call `id` yet while a skill runs: its Python is busy with that skill.
+   * @param {string} id
+   */
+  reportQueued(id) {
+    const p = this.pending.get(id);
+    const busy = [...this.skillCalls].find(([other]) => other !== id);
+    if (!p || p.accepted || !busy) return;
+    this.report(p, { stage: "queued", file: null, loaded: 0, total: 1, model: null, waiting_for: busy[0], skill: busy[1] });
   }
 
   /** Post a message that gets no reply of its own (cancel, interrupt). @param {PageMessage} msg */
@@ -492,7 +636,7 @@ export class WebWorkerEngine {
       }
     }
     if (!request || !request.stream) {
-      return this.send(type, { request }, { id }).finally(release).then((r) => {
+      return this.send(type, { request }, { id, ...deadline(options) }).finally(release).then((r) => {
         this.chatStates.finish(r.model, r.choices?.[0]?.message?.content ?? r.choices?.[0]?.text ?? "", r.usage);
         return r;
       });
@@ -509,6 +653,7 @@ export class WebWorkerEngine {
       };
       this.send(type, { request }, {
         id,
+        ...deadline(options),
         chunk: (c) => {
           follow.chunk(c);
           stream.push(c);
@@ -535,48 +680,73 @@ export class WebWorkerEngine {
    */
   skillCall(type, body, options) {
     const id = `r${this.nextId++}`;
-    const limit = Number(options?.timeLimitMs ?? this.config.skillTimeLimitMs ?? SKILL_TIME_LIMIT_MS);
-    this.skillCalls.add(id);
-    const timer = setTimeout(() => this.interruptPython(), limit);
+    const limit = /** @type {number} */ (milliseconds(options?.timeLimitMs ?? this.config.skillTimeLimitMs ??
+      SKILL_TIME_LIMIT_MS, "timeLimitMs"));
+    const { timeoutMs, progress } = deadline(options);
+    // the worker counts the limit from the skill's start; a timeout (from now) shortens it
+    const time_limit_ms = Math.min(limit, milliseconds(timeoutMs, "timeoutMs") ?? limit);
+    const name = typeof body?.name === "string" ? body.name : "";
+    /** @type {ReturnType<typeof setTimeout>|undefined} */
+    let timer;
+    const trip = () => {
+      this.interruptPython();
+      timer = setTimeout(trip, TRIP_EVERY_MS);
+    };
     const done = () => {
       clearTimeout(timer);
       this.skillCalls.delete(id);
       if (!this.skillCalls.size && this.interruptBuffer) Atomics.store(this.interruptBuffer, 0, 0);
     };
-    const call = this.send(type, body, { id });
-    call.then(done, done);
+    // `done` once the worker is done with it: Python's interrupt is tripped until then, even when
+    // the page has stopped waiting (timeoutMs)
+    const call = this.send(type, { ...body, time_limit_ms }, { id, timeoutMs, progress, onFinal: done });
+    this.skillCalls.set(id, name);
+    // a skill that keeps Python busy is stopped by Python's interrupt, which Python's handler aims
+    // at the skill that is due (csi.skills.interrupts); it is tripped until the call settles
+    timer = setTimeout(trip, time_limit_ms);
+    if (!this.pending.has(id)) done(); // refused before it was sent
     return call;
   }
 
-  /** Raise KeyboardInterrupt in the worker's Python at its next instruction (when isolated). */
+  /** Trip Python's interrupt (when isolated): the skill whose code runs stops there if it is due. */
   interruptPython() {
     if (this.interruptBuffer) Atomics.store(this.interruptBuffer, 0, 2); // SIGINT
   }
 
-  /** End the running generation at its next token (finish_reason "abort"), and a skill that is running. */
+  /** End the running generation at its next token (finish_reason "abort"), and the skills that are running. */
   interruptGenerate() {
     this.post({ id: `i${this.nextId++}`, type: "interrupt" });
-    if (this.skillCalls.size) this.interruptPython();
+    if (!this.skillCalls.size || !this.pageInterrupts) return;
+    Atomics.add(this.pageInterrupts, 0, 1); // for the skills running now, even before the worker reads the message
+    const targets = [...this.skillCalls.keys()];
+    const until = performance.now() + TRIP_INTERRUPT_FOR_MS;
+    const trip = () => {
+      if (!targets.some((t) => this.skillCalls.has(t)) || performance.now() > until) return;
+      this.interruptPython();
+      setTimeout(trip, TRIP_EVERY_MS);
+    };
+    trip();
   }
 
   /**
    * Forget the conversation state kept for the loaded chat models (and, unless `keepStats`, the
    * runtime stats) — WebLLM's `resetChat(keepStats?, model?)`.
-   * @param {boolean} [keepStats] @param {string} [model]
+   * @param {boolean} [keepStats] @param {string} [model] @param {Deadline} [options]
    */
-  resetChat(keepStats = false, model) {
+  resetChat(keepStats = false, model, options = {}) {
     this.chatStates.reset(!!keepStats, model);
     this.forwardFed.clear();
-    return this.send("reset_chat");
+    return this.send("reset_chat", {}, deadline(options));
   }
 
   /**
    * Load these models, unloading the others. `chatOpts` (WebLLM's; one object, or one per model):
    * `temperature`, `top_p`, `frequency_penalty`, `presence_penalty` and `repetition_penalty` become
-   * the defaults of requests that leave them out; the KV cache sizes have no effect.
-   * @param {string|string[]} modelIds @param {object|object[]} [chatOpts]
+   * the defaults of requests that leave them out; the KV cache sizes have no effect. Past
+   * `options.timeoutMs` the load is abandoned (nothing stays loaded) and it rejects with a `TimeoutError`.
+   * @param {string|string[]} modelIds @param {object|object[]} [chatOpts] @param {Deadline} [options]
    */
-  async reload(modelIds, chatOpts) {
+  async reload(modelIds, chatOpts, options = {}) {
     const ids = Array.isArray(modelIds) ? modelIds : [modelIds];
     this.forwardFed.clear();
     const refused = this.chatStates.setOptions(ids, chatOpts);
@@ -623,15 +793,20 @@ export class WebWorkerEngine {
       });
     };
     const load = { model_ids: ids, device: this.config.device ?? "wasm", hub: this.config.hubMirror ?? null };
-    const result = await this.send("load", load, { progress: report });
+    const { timeoutMs, progress } = deadline(options);
+    const result = await this.send("load", load, { timeoutMs, progress: (p) => {
+      report(p);
+      progress?.(p);
+    } });
     this.modelIds = ids;
     return result;
   }
 
-  unload() {
+  /** @param {Deadline} [options] */
+  unload(options = {}) {
     this.modelIds = [];
     this.forwardFed.clear();
-    return this.send("unload");
+    return this.send("unload", {}, deadline(options));
   }
 }
 

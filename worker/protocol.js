@@ -49,18 +49,23 @@
  * @typedef {{id: string, type: "index_put", request: any[]}} IndexPutMessage
  *   Progress after each committed batch: {@link IndexPutProgress}.
  *
- * @typedef {{id: string, type: "skills_register", name: string, source: string}} SkillsRegisterMessage
+ * @typedef {{id: string, type: "skills_register", name: string, source: string, time_limit_ms?: number|null}} SkillsRegisterMessage
+ *   `time_limit_ms`: how long the skill's module may take to load (null: no limit).
  * @typedef {{id: string, type: "skills_list"}} SkillsListMessage
  * @typedef {{id: string, type: "skills_metadata", name: string}} SkillsMetadataMessage
- * @typedef {{id: string, type: "skills_run", name: string, input: any}} SkillsRunMessage
+ * @typedef {{id: string, type: "skills_run", name: string, input: any, time_limit_ms?: number|null}} SkillsRunMessage
+ *   `time_limit_ms`: how long the skill may run, from its start (null: no limit); past it the
+ *   skill is interrupted where it runs or waits, and the call ends with a `SkillError`.
  * @typedef {{id: string, type: "skills_remove", name: string}} SkillsRemoveMessage
  * @typedef {{id: string, type: "reset_chat"}} ResetChatMessage
  * @typedef {{id: string, type: "unload"}} UnloadMessage
  *
  * @typedef {{id: string, type: "cancel", target: string}} CancelMessage
- *   End the request whose id is `target` (running or queued) with finish_reason "abort".
+ *   End the request whose id is `target` (running or queued) with finish_reason "abort"; a skill
+ *   call is interrupted (`SkillError`).
  * @typedef {{id: string, type: "interrupt"}} InterruptMessage
- *   End the running generation at its next token (finish_reason "abort").
+ *   End the running generations at their next token (finish_reason "abort"), and the skill calls
+ *   under way.
  * @typedef {{id: string, type: "boot_timings"}} BootTimingsMessage
  *   Result: {@link BootTimings}.
  *
@@ -91,7 +96,8 @@
  *   Progress of a request. Loading reports the stages of the worker's boot ("pyodide", "wheels",
  *   "python-ready"), then per model: "plan" (`files`: every file it reads and its size, `total`
  *   their sum), transformers.js's per file ("initiate", "download", "progress", "done", ...;
- *   `loaded`/`total` are the file's bytes) and "ready".
+ *   `loaded`/`total` are the file's bytes) and "ready". Any request that must wait for a model
+ *   another request is using reports "queued" (`waiting_for`: that request's id, `model`).
  * @typedef {Progress & {stage: "index", documents: string[]}} IndexProgress
  *   `index_create`: `loaded` of `total` documents are indexed; `documents` names the last batch.
  * @typedef {IndexProgress & {chunks: number}} IndexPutProgress
@@ -101,13 +107,19 @@
  *   `name` says what went wrong (InvalidInputError, NotFoundError, InternalError, WorkerError, ...);
  *   `param` names the request field to blame, if any.
  *
+ * @typedef {{id: string|null, type: "accepted"}} AcceptedReply
+ *   The worker has taken the request (it is queued or running): the page knows it is not stuck
+ *   behind a skill that keeps the worker's Python busy.
+ * @typedef {{id: null, type: "fatal", error: WireError}} FatalReply
+ *   The worker is gone (a skill closed it, or its Python failed fatally): every request pending
+ *   ends with `error` (a `WorkerCrashedError`), and nothing more comes.
  * @typedef {{id: string|null, type: "progress", progress: Progress}} ProgressReply
  * @typedef {{id: string|null, type: "chunk", chunk: any}} ChunkReply
  * @typedef {{id: string|null, type: "result", result: any}} ResultReply
  *   Ends a request: its result (null after a stream and for requests with nothing to say).
  * @typedef {{id: string|null, type: "error", error: WireError}} ErrorReply
  *   Ends a request that failed. `id` is null when the message had none (or was not JSON).
- * @typedef {ProgressReply | ChunkReply | ResultReply | ErrorReply} WorkerReply
+ * @typedef {AcceptedReply | ProgressReply | ChunkReply | ResultReply | ErrorReply | FatalReply} WorkerReply
  *   Every message the worker posts (as JSON text or as an object).
  *
  * @typedef {{model_id: string, kind: "chat"|"embedding", context_length: number,

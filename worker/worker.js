@@ -36,8 +36,32 @@ function bootProgress(id, stage, loaded = 0, total = 1) {
 
 /** @type {Uint8Array|null} Pyodide's interrupt flag, shared with the page (cross-origin isolated sites) */
 let interruptBuffer = null;
+/** @type {Int32Array|null} how many times the page called interruptGenerate(), shared with it */
+let pageInterrupts = null;
 /** @type {any} */
 let pyodideInstance = null;
+/** whether this worker has announced its end (it answers nothing after) */
+let ended = false;
+
+/**
+ * Tell the page this worker is gone, so every call it has pending rejects with WorkerCrashedError
+ * at once: a skill closed it, or Pyodide failed fatally (a wasm trap, out of memory).
+ * @param {string} why
+ */
+function announceEnd(why) {
+  if (ended) return;
+  ended = true;
+  post({ id: null, type: "fatal", error: { name: "WorkerCrashedError", message: why, param: null } });
+}
+
+const closeWorker = self.close.bind(self);
+/** A worker that closes itself (e.g. a skill calling `js.close()`) says so first. */
+function close() {
+  announceEnd("the worker closed itself (a skill called close())");
+  closeWorker();
+}
+self.close = close;
+Object.defineProperty(Object.getPrototypeOf(self), "close", { value: close, configurable: true, writable: true });
 
 /** @type {App|null} */
 let app = null;
@@ -53,7 +77,10 @@ async function boot(id) {
   bootProgress(id, "pyodide", 0);
   const pyodide = await loadPyodide({ indexURL: new URL("vendor/pyodide/", SITE).href });
   pyodideInstance = pyodide;
-  if (interruptBuffer) pyodide.setInterruptBuffer(interruptBuffer);
+  pyodide._api.on_fatal = (/** @type {any} */ err) => {
+    announceEnd(`the worker's Python failed fatally: ${err?.message ?? err}`);
+    setTimeout(closeWorker); // after the announcement is posted
+  };
   const t1 = performance.now();
   bootProgress(id, "wheels", 0);
   const wheels = await (await fetch(new URL("wheels/wheels.json", SITE))).json();
@@ -65,8 +92,11 @@ async function boot(id) {
   await SITE_MODELS_LISTED;
   const mod = pyodide.pyimport("csi.worker.main");
   /** @type {App} */
-  const created = mod.create_app(new Bridge(), new Host(), post);
+  const created = mod.create_app(new Bridge(), new Host(), post,
+    () => (pageInterrupts ? Atomics.load(pageInterrupts, 0) : 0));
   mod.destroy();
+  // only now: Python's handler aims each interrupt at the skill it is for (csi.skills.interrupts)
+  if (interruptBuffer) pyodide.setInterruptBuffer(interruptBuffer);
   const t3 = performance.now();
   bootProgress(id, "python-ready", 1);
   /** @type {BootTimings} */
@@ -94,13 +124,16 @@ function idOf(data) {
 async function onMessage(event) {
   const data = event.data;
   if (data?.type === "interrupt_buffer") {
-    // the page raises KeyboardInterrupt in Python through it, to stop a skill that runs away
-    if (data.buffer instanceof SharedArrayBuffer) {
-      interruptBuffer = new Uint8Array(data.buffer);
-      pyodideInstance?.setInterruptBuffer(interruptBuffer);
+    // byte 0: Pyodide's interrupt flag, which the page trips to stop a skill that keeps Python busy;
+    // bytes 4-7: the page's interruptGenerate() count
+    if (data.buffer instanceof SharedArrayBuffer && data.buffer.byteLength >= 8) {
+      interruptBuffer = new Uint8Array(data.buffer, 0, 1);
+      pageInterrupts = new Int32Array(data.buffer, 4, 1);
+      if (app) pyodideInstance?.setInterruptBuffer(interruptBuffer);
     }
     return;
   }
+  if (ended) return;
   try {
     if (!app) {
       booting ??= boot(idOf(data));
@@ -117,6 +150,10 @@ async function onMessage(event) {
     }
     app.handle(text);
   } catch (err) {
+    if (err?.pyodide_fatal_error) {
+      announceEnd(`the worker's Python failed fatally: ${err?.message ?? err}`);
+      return;
+    }
     post({
       id: idOf(data),
       type: "error",

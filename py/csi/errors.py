@@ -69,6 +69,15 @@ class SkillError(InternalError):
     name = "SkillError"
 
 
+class SkillInterrupt(BaseException):  # noqa: N818 - like KeyboardInterrupt, not an error of the skill
+    """Raised inside a skill's own code when its run must stop (time limit, ``interruptGenerate()``,
+    cancel); a ``BaseException`` so that the skill's ``except Exception`` lets it through."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def error_to_dict(exc: BaseException) -> dict[str, Any]:
     """Turn any exception into the wire shape; unknown exceptions become ``InternalError``."""
     if isinstance(exc, CsiError):

@@ -64,5 +64,5 @@ def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
     engine = Engine(backend)
     text = TextServices(backend, host, lambda: engine.models)
     runtime = Runtime(engine, text, store)
-    runtime.skills = SkillRegistry(host, skill_runner(runtime))
+    runtime.skills = SkillRegistry(host, skill_runner(runtime), engine)
     return runtime

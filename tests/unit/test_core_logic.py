@@ -229,12 +229,12 @@ def test_worker_app_pushes_chunks_then_one_result_and_reports_errors():
     sent: list[dict] = []
     app = WorkerApp(runtime, lambda s: sent.append(json.loads(s)))
     run(app.serve(json.dumps({"id": "a", "type": "chat", "request": {"messages": USER, "stream": True}})))
-    assert [m["type"] for m in sent] == ["chunk", "chunk", "chunk", "result"]
+    assert [m["type"] for m in sent] == ["accepted", "chunk", "chunk", "chunk", "result"]
     assert all(m["id"] == "a" for m in sent) and sent[-1]["result"] is None
     sent.clear()
     run(app.serve(json.dumps({"id": "b", "type": "chat", "request": {"messages": USER, "max_tokens": 0}})))
-    assert sent == [{"id": "b", "type": "error", "error": {
-        "name": "InvalidInputError", "param": "max_tokens", "message": sent[0]["error"]["message"]}}]
+    assert sent == [{"id": "b", "type": "accepted"}, {"id": "b", "type": "error", "error": {
+        "name": "InvalidInputError", "param": "max_tokens", "message": sent[1]["error"]["message"]}}]
     sent.clear()
     run(app.serve(json.dumps({"id": "c", "type": "teleport"})))
     assert sent[0]["error"]["name"] == "InvalidInputError" and sent[0]["error"]["param"] == "type"

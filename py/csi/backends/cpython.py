@@ -278,13 +278,22 @@ class CPythonBackend:
         """Load from the models folder (this backend never downloads: ``hub`` has no effect)."""
         folder = self.models_dir / model_id
         if not (folder / "config.json").exists():
-            raise ModelLoadError(f"could not load model {model_id!r}: no {folder}/config.json", "model")
-        config = loads((folder / "config.json").read_text())
-        tok_config = loads((folder / "tokenizer_config.json").read_text())
-        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        session = ort.InferenceSession(str(folder / "onnx" / "model.onnx"), options, providers=["CPUExecutionProvider"])
+            raise ModelLoadError(f"could not load model {model_id!r}: it is not in the models folder "
+                                 f"(known: {', '.join(self.builtin_models()) or 'none'})", "model")
+        try:
+            config = loads((folder / "config.json").read_text())
+            tok_config = loads((folder / "tokenizer_config.json").read_text())
+            tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+            options = ort.SessionOptions()
+            options.log_severity_level = 3
+            session = ort.InferenceSession(str(folder / "onnx" / "model.onnx"), options,
+                                           providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - a broken folder; the message names files, not paths
+            detail = str(exc)
+            for prefix in (str(self.models_dir.resolve()), str(self.models_dir)):
+                detail = detail.replace(prefix, "<models>")
+            raise ModelLoadError(f"could not load model {model_id!r}: {type(exc).__name__}: {detail}",
+                                 "model") from None
         if progress:
             progress({"stage": "ready", "file": None, "loaded": 1, "total": 1, "model": model_id})
         if any(a.endswith(CAUSAL_SUFFIXES) for a in config.get("architectures", [])):
@@ -334,7 +343,7 @@ class CPythonBackend:
         if model_id not in self._counters:
             path = self.models_dir / model_id / "tokenizer.json"
             if not path.exists():
-                raise ModelLoadError(f"no tokenizer for {model_id!r} at {path}", "model")
+                raise ModelLoadError(f"no tokenizer for {model_id!r} in the models folder", "model")
             tokenizer = Tokenizer.from_file(str(path))
             tokenizer.no_truncation()
             tokenizer.no_padding()

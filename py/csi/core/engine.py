@@ -7,10 +7,10 @@ import asyncio
 import itertools
 import re
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import cast
+from typing import Any, cast
 
 from ..errors import ContextWindowExceededError, InvalidInputError, ModelLoadError, ModelNotSupportedError
 from .backend import Backend, Embeddings, ModelInfo, ProgressFn, StepResult
@@ -28,6 +28,9 @@ MESSAGE: ContextVar[tuple[str | None, int] | None] = ContextVar("csi_message", d
 """The page message a task serves: its id and the interrupt epoch when it arrived (set by the
 worker's envelope). Every generation it starts, batch items included, is cancelled by that id
 and interrupted by any ``interrupt()`` after its arrival, even while it waits for the model."""
+PROGRESS: ContextVar[Callable[[dict[str, Any]], None] | None] = ContextVar("csi_progress", default=None)
+"""Where the message a task serves reports progress (set by the worker's envelope): a request
+that must wait for a model another request holds reports ``{stage: "queued", waiting_for}``."""
 HUB_URL = re.compile(r"https?://[^\s/?#]+(/[^\s?#]*)?", re.ASCII)
 """A Hub mirror's base URL; the length is checked separately."""
 MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?")
@@ -143,6 +146,10 @@ class Engine:
         self._run_ids = itertools.count()
         self._load_epoch = 0
         self._aux_lock = asyncio.Lock()
+        self._holders: dict[str, str] = {}
+        """Model id -> the request whose generation holds the model's lock."""
+        self._wakers: set[asyncio.Future[None]] = set()
+        """Generations waiting for a model: woken by ``interrupt()`` and ``abort()``."""
 
     @property
     def models(self) -> Mapping[str, ModelInfo]:
@@ -174,7 +181,12 @@ class Engine:
         await self.unload()
         mine = self._load_epoch
         for model_id in dict.fromkeys(model_ids):
-            info = await self._backend.load_model(model_id, device, progress, hub)
+            try:
+                info = await self._backend.load_model(model_id, device, progress, hub)
+            except BaseException:
+                if self._load_epoch == mine:  # all or nothing: what this load brought goes too
+                    await self.unload()
+                raise
             if self._load_epoch != mine:  # a later load or unload came while this one ran
                 await self._backend.unload_model(model_id)
                 raise ModelLoadError(f"loading {model_id!r} was cancelled by a later load or unload", "model")
@@ -200,12 +212,64 @@ class Engine:
     def interrupt(self) -> None:
         """End every running generation at its next token with finish_reason ``abort``."""
         self._interrupt_epoch += 1
+        self._wake()
 
     def abort(self, request_id: str) -> None:
         """End the generation of one request (running or queued) with ``abort``."""
         self._aborted[request_id] = None
         while len(self._aborted) > MAX_ABORTED:
             del self._aborted[next(iter(self._aborted))]
+        self._wake()
+
+    def is_aborted(self, request_id: str) -> bool:
+        """Whether ``abort(request_id)`` was called (and the request is not answered yet)."""
+        return request_id in self._aborted
+
+    def _wake(self) -> None:
+        wakers, self._wakers = self._wakers, set()
+        for waker in wakers:
+            if not waker.done():
+                waker.set_result(None)
+
+    async def _acquire(self, model_id: str, key: str, cancelled: Callable[[], bool]) -> bool:
+        """Take the model's lock in turn, and hold it as ``key``; ``False`` (and no lock) when the
+        request is cancelled while it waits. A wait is reported as ``queued`` progress."""
+        lock = self._locks[model_id]
+        if not lock.locked():
+            await lock.acquire()
+        else:
+            holder = self._holders.get(model_id)
+            report = PROGRESS.get()
+            if report is not None and holder != key:
+                report({"stage": "queued", "file": None, "loaded": 0, "total": 1, "model": model_id,
+                        "waiting_for": holder})
+            acquiring = asyncio.ensure_future(lock.acquire())
+            try:
+                while not acquiring.done():
+                    if cancelled():
+                        break
+                    waker = asyncio.get_running_loop().create_future()
+                    self._wakers.add(waker)
+                    try:
+                        await asyncio.wait((acquiring, waker), return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        self._wakers.discard(waker)
+            finally:
+                if not acquiring.done():
+                    acquiring.cancel()
+                    await asyncio.wait((acquiring,))
+                got = acquiring.done() and not acquiring.cancelled() and acquiring.exception() is None
+            if not got:
+                return False
+            if cancelled():  # it came with the lock: give it back at once
+                lock.release()
+                return False
+        self._holders[model_id] = key
+        return True
+
+    def _release(self, model_id: str) -> None:
+        self._holders.pop(model_id, None)
+        self._locks[model_id].release()
 
     def forget(self, request_id: str) -> None:
         """The message ``request_id`` is answered: drop its cancellation."""
@@ -394,11 +458,17 @@ class Engine:
         message = MESSAGE.get()
         key = gen.request_id or (message[0] if message and message[0] is not None else f"run-{next(self._run_ids)}")
         epoch = message[1] if message else self._interrupt_epoch
-        try:
-            async with self._locks[model.model_id]:
-                def cancelled() -> bool:
-                    return self._interrupt_epoch != epoch or key in self._aborted
 
+        def cancelled() -> bool:
+            return self._interrupt_epoch != epoch or key in self._aborted
+
+        try:
+            if not await self._acquire(model.model_id, key, cancelled):
+                for index in range(n):  # cut before it started
+                    yield ChoiceEvent(index, None, GenerationStats(prompt_tokens=len(gen.prompt_ids),
+                                                                   finish_reason="abort"))
+                return
+            try:
                 grammar_init_s = await self._compile(gen)
                 self._backend.set_sampling(model.model_id, gen.params.sampling)
                 for index in range(n):
@@ -419,6 +489,8 @@ class Engine:
                             yield ChoiceEvent(rest, None, GenerationStats(
                                 prompt_tokens=len(gen.prompt_ids), finish_reason="abort"))
                         break
+            finally:
+                self._release(model.model_id)
         finally:
             if message is None:  # the envelope forgets a message's id once it is answered
                 self._aborted.pop(key, None)

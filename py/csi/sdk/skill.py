@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar, cast, get_type_hints
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from ..errors import InvalidInputError, SkillError
+from ..errors import InvalidInputError, SkillError, SkillInterrupt
 from ..wire import field_path
 from .csi import Csi
 
@@ -83,10 +83,9 @@ class Skill(Generic[In, Out]):
         try:
             result = self.func(csi, validated)
             return self._output.dump_json(result)
-        except KeyboardInterrupt:
-            raise SkillError(f"skill {self.name} was interrupted: it ran past its time limit, or "
-                             "interruptGenerate() was called") from None
-        except (Exception, SystemExit) as exc:  # the skill's, not the engine's
+        except SkillInterrupt as exc:  # raised by the runner, in the skill's code (skills.interrupts)
+            raise SkillError(f"skill {self.name} was interrupted: {exc.reason}") from None
+        except BaseException as exc:  # noqa: BLE001 - the skill's own, whatever it raised
             tb = traceback.format_exc()
             raise SkillError(f"skill {self.name} raised {type(exc).__name__}: {exc}\n{tb}") from None
 

@@ -3,21 +3,28 @@ browser), plus the example skills that ship in ``csi.skills.examples``."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import itertools
 import linecache
 import re
 import sys
+import time
 import traceback
 import types
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from json import dumps, loads
 from typing import Any
 
+from ..core.engine import MESSAGE, Engine
 from ..core.host import SkillStore
-from ..errors import CsiError, InternalError, InvalidInputError, blame
+from ..errors import CsiError, InternalError, InvalidInputError, SkillInterrupt, blame
 from ..sdk.csi import Csi
 from ..sdk.skill import Skill
+from . import interrupts
+from .interrupts import SkillRun, run_marked
 
 EXAMPLES = {
     "summarize": "csi.skills.examples.summarize",
@@ -28,16 +35,18 @@ EXAMPLES = {
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 MAX_SOURCE_CHARS = 1024 * 1024
+MAX_TIME_LIMIT_MS = 24 * 3600 * 1000
 
 # Runs a skill body (which needs a Csi) without blocking the engine's event loop.
 SkillRunner = Callable[[Callable[[Csi], bytes]], Awaitable[bytes]]
 
 
-def load_skill_source(name: str, source: str) -> Skill[Any, Any]:
+def load_skill_source(name: str, source: str, run: SkillRun | None = None) -> Skill[Any, Any]:
     """Execute ``source`` as a fresh module and return its one ``@skill``.
 
     Syntax errors, failing imports and anything else the module raises while loading come back as
-    ``InvalidInputError`` (param ``source``) with the line number.
+    ``InvalidInputError`` (param ``source``) with the line number; so does a module still loading
+    when ``run`` is due (its time limit).
     """
     filename = f"<skill {name}>"
     try:
@@ -51,14 +60,20 @@ def load_skill_source(name: str, source: str) -> Skill[Any, Any]:
     previous = sys.modules.get(module_name)
     sys.modules[module_name] = module  # pydantic resolves the module's annotations through here
     try:
-        exec(code, module.__dict__)
-    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # interrupted: it ran past its time limit
+        if run is None:
+            exec(code, module.__dict__)
+        else:
+            run_marked(run, lambda: exec(code, module.__dict__))
+    except BaseException as exc:  # noqa: BLE001 - whatever the module raised, or its interruption
         if previous is not None:
             sys.modules[module_name] = previous
         else:
             del sys.modules[module_name]
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
         where = f"line {frames[-1].lineno}: " if frames else ""
+        if isinstance(exc, SkillInterrupt):
+            raise InvalidInputError(f"{where}the module was interrupted while loading: {exc.reason}",
+                                    "source") from None
         raise InvalidInputError(f"{where}{type(exc).__name__}: {exc}", "source") from None
     found = [v for v in vars(module).values() if isinstance(v, Skill)]
     if len(found) != 1:
@@ -76,11 +91,45 @@ class _Entry:
 class SkillRegistry:
     """Register, list, describe, run and remove skills; registrations outlive the page."""
 
-    def __init__(self, store: SkillStore, runner: SkillRunner) -> None:
+    def __init__(self, store: SkillStore, runner: SkillRunner, engine: Engine) -> None:
         self.store = store
         self.runner = runner
+        self.engine = engine
         self._entries: dict[str, _Entry] = {}
         self._loaded = False
+        self._run_ids = itertools.count()
+
+    @contextmanager
+    def _running(self, name: str, time_limit_ms: Any) -> Iterator[SkillRun]:
+        """A ``SkillRun`` for the call under way: its deadline set, its CSI calls aborted when it
+        passes (they answer at once, and the skill is interrupted where it resumes)."""
+        if time_limit_ms is not None and (
+                isinstance(time_limit_ms, bool) or not isinstance(time_limit_ms, int | float)
+                or not 0 < time_limit_ms <= MAX_TIME_LIMIT_MS):
+            raise InvalidInputError(f"`time_limit_ms` must be a number of milliseconds from 0 (excluded) to "
+                                    f"{MAX_TIME_LIMIT_MS} (a day), or null for no limit", "time_limit_ms")
+        message = MESSAGE.get()
+        token = None
+        request_id: str
+        if message is not None and message[0] is not None:
+            request_id, epoch = message[0], message[1]
+        else:  # called outside the worker's envelope: an id of our own, for its CSI calls too
+            request_id, epoch = f"skill-run-{next(self._run_ids)}", self.engine.interrupt_epoch
+            token = MESSAGE.set((request_id, epoch))
+        limit_s = None if time_limit_ms is None else float(time_limit_ms) / 1000
+        run = SkillRun(request_id, name, self.engine, epoch,
+                       None if limit_s is None else time.monotonic() + limit_s, limit_s,
+                       interrupts.page_interrupts())
+        timer = None if limit_s is None else asyncio.get_running_loop().call_later(
+            limit_s, self.engine.abort, request_id)
+        try:
+            yield run
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if token is not None:
+                MESSAGE.reset(token)
+                self.engine.forget(request_id)
 
     async def _ensure_loaded(self) -> None:
         if self._loaded:
@@ -103,7 +152,7 @@ class SkillRegistry:
             raise InvalidInputError(f"skill {name!r} failed to load: {entry.error}", "name")
         return entry.skill
 
-    async def register(self, name: Any, source: Any) -> dict[str, Any]:
+    async def register(self, name: Any, source: Any, time_limit_ms: Any = None) -> dict[str, Any]:
         """Load ``source`` as skill ``name`` (replacing a registered one), store it, describe it."""
         await self._ensure_loaded()
         if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -116,7 +165,8 @@ class SkillRegistry:
         if len(source) > MAX_SOURCE_CHARS:
             raise InvalidInputError(f"`source` has {len(source)} characters; a skill's source holds at most "
                                     f"{MAX_SOURCE_CHARS}", "source")
-        skill = load_skill_source(name, source)
+        with self._running(name, time_limit_ms) as run:
+            skill = load_skill_source(name, source, run)
         await self.store.store_skill(name, source)
         self._entries[name] = _Entry(skill, builtin=False)
         return {"name": name, **skill.metadata().to_dict()}
@@ -132,8 +182,9 @@ class SkillRegistry:
         await self._ensure_loaded()
         return self._get(name).metadata().to_dict()
 
-    async def run(self, name: Any, input: Any) -> Any:
-        """Seed 001 ``run`` with JSON values: the input is validated, the output returned as JSON."""
+    async def run(self, name: Any, input: Any, time_limit_ms: Any = None) -> Any:
+        """Seed 001 ``run`` with JSON values: the input is validated, the output returned as JSON.
+        Past ``time_limit_ms`` (from when it starts) the skill is interrupted: ``SkillError``."""
         await self._ensure_loaded()
         skill = self._get(name)
         try:
@@ -141,8 +192,9 @@ class SkillRegistry:
         except (TypeError, ValueError) as exc:
             raise InvalidInputError(f"the input is not JSON: {exc}", "input") from None
         try:
-            with blame("input", only=(InvalidInputError,)):  # the input did not validate
-                out = await self.runner(lambda csi: skill.run(csi, data))
+            with self._running(skill.name, time_limit_ms) as run, \
+                    blame("input", only=(InvalidInputError,)):  # the input did not validate
+                out = await self.runner(lambda csi: run_marked(run, lambda: skill.run(csi, data)))
         except CsiError:
             raise
         except Exception as exc:  # the runner itself failed

@@ -3,7 +3,8 @@
 Page -> worker: ``{id, type, ...}``, the types and their fields as ``csi.worker.routes`` and
 worker/protocol.js declare them. Worker -> page: ``{id, type: "progress", progress}``,
 ``{id, type: "chunk", chunk}`` (one per streamed chunk, pushed without a round trip),
-``{id, type: "result", result}`` (ends every request; ``null`` after a stream) or
+``{id, type: "accepted"}`` (a request is taken, and queued as a task), ``{id, type: "result", result}``
+(ends every request; ``null`` after a stream) or
 ``{id, type: "error", error: {name, message, param}}``.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..core.engine import MESSAGE
+from ..core.engine import MESSAGE, PROGRESS
 from ..errors import InvalidInputError, error_to_dict
 from ..runtime import Runtime
 from .message import decode_message, leading_id
@@ -85,8 +86,11 @@ class WorkerApp:
         except Exception as exc:  # noqa: BLE001 - everything must reach the page
             self.send({"id": request_id, "type": "error", "error": error_to_dict(exc)})
             return None
+        # the page learns its message was taken (not stuck behind a skill that keeps Python busy)
+        self.send({"id": request_id, "type": "accepted"})
         context = copy_context()
         context.run(MESSAGE.set, (None if request_id is None else str(request_id), self.runtime.engine.interrupt_epoch))
+        context.run(PROGRESS.set, call.progress)
         return self._run(route, call), context
 
     async def _run(self, route: Route, call: Call) -> None:

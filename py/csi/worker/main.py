@@ -3,20 +3,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import signal
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..backends.pyodide import PyodideBackend, PyodideHost, PyodideIndexStore, run_sync
 from ..runtime import Runtime, build_runtime
 from ..sdk.csi import Csi
+from ..skills import interrupts
 from ..skills.registry import SkillRunner
 from .app import Post, WorkerApp
+
+
+def _checked_run_sync(awaitable: Awaitable[Any]) -> Any:
+    """Pyodide's ``run_sync``, then a checkpoint: a skill that came due while it waited stops here."""
+    try:
+        return run_sync(awaitable)
+    finally:
+        interrupts.checkpoint()
 
 
 def _inline_runner(runtime: Runtime) -> SkillRunner:
     # JS promise integration: the skill's synchronous CSI calls suspend its stack while the
     # engine (on this same event loop) serves them.
-    csi = runtime.csi(run_sync)
+    csi = runtime.csi(_checked_run_sync)
 
     async def run(body: Callable[[Csi], bytes]) -> bytes:
         return body(csi)
@@ -24,8 +35,27 @@ def _inline_runner(runtime: Runtime) -> SkillRunner:
     return run
 
 
-def create_app(bridge: Any, host: Any, post: Post) -> WorkerApp:
-    """The app worker.js drives: ``handle(raw)`` per page message, ``set_boot_timings(json)``."""
+def _aim_interrupts() -> None:
+    """The page's interrupts (Pyodide's interrupt buffer) reach only the skill run they are for;
+    ``time.sleep``, which suspends a skill's stack while other requests run, is a checkpoint."""
+    signal.signal(signal.SIGINT, interrupts.on_signal)
+    sleep = time.sleep
+    if not getattr(sleep, "_csi_checked", False):
+        def checked_sleep(seconds: float) -> None:
+            interrupts.checkpoint()
+            sleep(seconds)
+            interrupts.checkpoint()
+
+        checked_sleep._csi_checked = True  # type: ignore[attr-defined]
+        time.sleep = checked_sleep  # type: ignore[assignment]
+
+
+def create_app(bridge: Any, host: Any, post: Post, page_interrupts: Callable[[], int] | None = None) -> WorkerApp:
+    """The app worker.js drives: ``handle(raw)`` per page message, ``set_boot_timings(json)``.
+    ``page_interrupts`` reads how many times the page called ``interruptGenerate()``."""
+    _aim_interrupts()
+    if page_interrupts is not None:
+        interrupts.page_interrupts = lambda: int(page_interrupts())
     runtime = build_runtime(PyodideBackend(bridge), PyodideHost(host), PyodideIndexStore(host.documents),
                             skill_runner=_inline_runner)
     return WorkerApp(runtime, post)

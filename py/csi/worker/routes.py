@@ -93,12 +93,14 @@ ROUTES: dict[str, Route] = {
     "remote_llm_type": Route(lambda c: remote_llm.llm_type(c.runtime.engine, c.request), "whole"),
     "remote_guts": Route(lambda c: remote_llm.generational_guts(c.runtime.engine, c.request), "whole"),
     # skills
-    "skills_register": Route(lambda c: c.runtime.skills.register(c.msg.get("name"), c.msg.get("source")), "whole",
-                             ("name", "source")),
+    "skills_register": Route(lambda c: c.runtime.skills.register(c.msg.get("name"), c.msg.get("source"),
+                                                                 c.msg.get("time_limit_ms")), "whole",
+                             ("name", "source", "time_limit_ms")),
     "skills_list": Route(lambda c: c.runtime.skills.list(), "whole", ()),
     "skills_metadata": Route(lambda c: c.runtime.skills.metadata(c.msg.get("name")), "whole", ("name",)),
-    "skills_run": Route(lambda c: c.runtime.skills.run(c.msg.get("name"), c.msg.get("input")), "whole",
-                        ("name", "input")),
+    "skills_run": Route(lambda c: c.runtime.skills.run(c.msg.get("name"), c.msg.get("input"),
+                                                       c.msg.get("time_limit_ms")), "whole",
+                        ("name", "input", "time_limit_ms")),
     "skills_remove": Route(lambda c: c.runtime.skills.remove(c.msg.get("name")), "whole", ("name",)),
     # engine state
     "reset_chat": Route(lambda c: c.runtime.engine.reset_chat(), "whole", ()),
