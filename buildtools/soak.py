@@ -1,5 +1,6 @@
 """`python3 build.py soak [--minutes N]`: mixed traffic against one engine for N minutes (default 30)
-with memory and pending calls sampled each minute, then the index fault test at 10 kill points.
+with memory and pending calls sampled each minute, then N/3 minutes of traffic with interrupts
+(soak_interrupts.py), then the index fault test at 10 kill points.
 Prints JSON: calls by outcome, untyped errors, hangs, pending, memory per minute and its slope."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from .serve import serve_in_thread
+from .soak_interrupts import healthy, interrupt_traffic
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -96,6 +98,8 @@ def run_soak(dist: Path, minutes: float) -> int:
             page.set_default_timeout(int((minutes + 10) * 60_000))
             page.goto(url + "web/engine.js")
             out = page.evaluate(TRAFFIC, [minutes])
+            page.goto(url + "web/engine.js")  # a fresh worker for the interrupt traffic
+            out["interrupts"] = interrupt_traffic(page, minutes / 3)
             browser.close()
     finally:
         server.shutdown()
@@ -115,4 +119,6 @@ def run_soak(dist: Path, minutes: float) -> int:
         out["index_faults"] = ([json.loads(line) for line in report.read_text().splitlines()]
                                if report.exists() else [])
     print(json.dumps(out, indent=2))
-    return 0 if faults == 0 and not out["untyped_count"] and not out["hangs"] and not out["pending_at_end"] else 1
+    ok = (faults == 0 and not out["untyped_count"] and not out["hangs"] and not out["pending_at_end"]
+          and healthy(out["interrupts"]))
+    return 0 if ok else 1

@@ -10,57 +10,11 @@ from typing import Any
 
 import pytest
 
+from buildtools.soak_interrupts import SKILLS, healthy, interrupt_traffic
 from tests.support.browser import EnginePage, open_engine_page
 
 FRESH_WORKERS = int(os.environ.get("CSI_FRESH_WORKERS", "30"))
-
-WAITER = """from pydantic import BaseModel
-from csi.sdk import skill, CompletionParams
-
-class I(BaseModel):
-    n: int = 20
-
-class O(BaseModel):
-    done: int
-
-@skill
-def waiter(csi, input: I) -> O:
-    for i in range(input.n):
-        csi.complete('tiny-chat', f'Module {i}', CompletionParams(max_tokens=150))
-    return O(done=input.n)
-"""
-
-SLEEPER = """import time
-from pydantic import BaseModel
-from csi.sdk import skill
-
-class I(BaseModel):
-    pass
-
-class O(BaseModel):
-    n: int
-
-@skill
-def sleeper(csi, input: I) -> O:
-    while True:
-        time.sleep(0.5)
-"""
-
-SPIN = """from pydantic import BaseModel
-from csi.sdk import skill
-
-class I(BaseModel):
-    pass
-
-class O(BaseModel):
-    n: int
-
-@skill
-def spin(csi, input: I) -> O:
-    while True:
-        pass
-"""
-
+TRAFFIC_MINUTES = float(os.environ.get("CSI_INTERRUPT_TRAFFIC_MINUTES", "1"))
 
 def raiser(exc: str) -> str:
     return f"""from pydantic import BaseModel
@@ -113,7 +67,7 @@ def page(browser: Any, site_url: str) -> Iterator[EnginePage]:
     ep = open_engine_page(browser, site_url, ["tiny-chat"], "wasm")
     ep.ok(FRESH + "return true;")
     ep.ok("""for (const [name, source] of Object.entries(arg)) await engine.skills.register({name, source});
-             return true;""", {"waiter": WAITER, "sleeper": SLEEPER, "spin": SPIN})
+             return true;""", SKILLS)
     yield ep
     ep.page.context.close()
 
@@ -124,7 +78,8 @@ def greedy(page: EnginePage) -> str:
 
 
 def test_a_skill_waiting_on_csi_calls_stops_at_its_time_limit_in_fresh_workers(page):
-    """The issue's reproducer: 20 CSI calls of 150 tokens, a 1.5 s limit; 4 of 9 workers wedged."""
+    """The issue's reproducer (20 CSI calls of 150 tokens, a 1.5 s limit: 4 of 9 workers wedged),
+    with 200 calls so that every run is still going at its limit."""
     out = page.ok("""
       const results = [];
       for (let i = 0; i < arg; i += 2) {
@@ -132,7 +87,7 @@ def test_a_skill_waiting_on_csi_calls_stops_at_its_time_limit_in_fresh_workers(p
           const e = await window.fresh();
           try {
             const t = performance.now();
-            const run = await e.skills.run('waiter', {n: 20}, {timeLimitMs: 1500})
+            const run = await e.skills.run('waiter', {n: 200}, {timeLimitMs: 1500})
               .then(() => ({ok: true}), (err) => ({name: err.name, message: err.message}));
             const ms = performance.now() - t;
             const chat = await e.completions.create({prompt: 'The json module', max_tokens: 2, temperature: 0},
@@ -301,3 +256,36 @@ def test_a_worker_that_ends_rejects_what_was_pending_and_a_new_engine_works(page
       return outs;""", {"source": ENDER, "how": how})
     assert out == {"run": "WorkerCrashedError", "long": "WorkerCrashedError", "after": "WorkerCrashedError",
                    "pending": 0, "next": "length"}
+
+
+def test_mixed_traffic_with_interrupts_settles_every_call_and_changes_no_answer(browser, site_url):
+    """The soak's interrupt traffic, briefly (``build.py soak`` runs it for minutes)."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.set_default_timeout(int((TRAFFIC_MINUTES + 5) * 60_000))
+        page.goto(site_url + "web/engine.js")
+        report = interrupt_traffic(page, TRAFFIC_MINUTES)
+    finally:
+        context.close()
+    print(report)
+    assert report["calls"] > 20 and report["interrupts"] > 0
+    assert healthy(report), report
+
+
+def test_items_of_a_batch_cut_by_an_interrupt_all_end_with_abort(page):
+    """Was: 8 items, interrupt at 300 ms -> finish_reason "stop" x 8, tokens [118, 0, 0, ...]."""
+    out = page.ok("""
+      const requests = [...Array(8).keys()].map((i) => ({model: 'tiny-chat', prompt: `Module ${i}`,
+                                                         params: {max_tokens: 150}}));
+      const call = engine.csi.complete(requests);
+      await new Promise((r) => setTimeout(r, 100));
+      engine.interruptGenerate();
+      const done = (await call).map((r) => [r.finish_reason, r.usage.completion]);
+      const again = (await engine.csi.complete(requests.slice(0, 2))).map((r) => r.finish_reason);
+      return {done, again};""")
+    reasons = [f for f, _ in out["done"]]
+    cut = reasons.index("abort")  # the item running when the interrupt came; those before it had ended
+    assert set(reasons[:cut]) <= {"stop", "length"} and reasons[cut:] == ["abort"] * (8 - cut), out
+    assert cut < 7 and all(n == 0 for _, n in out["done"][cut + 1:]), out
+    assert set(out["again"]) <= {"stop", "length"}

@@ -36,6 +36,7 @@ from ..sdk.inference import (
     completion_request_wire,
 )
 from ..sdk.language import Language, SelectLanguageRequest
+from .interrupts import checkpoint
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -53,7 +54,13 @@ def loop_run_sync(loop: asyncio.AbstractEventLoop) -> RunSync:
     async def wrap(aw: Awaitable[Any]) -> Any:
         return await aw
 
-    return lambda aw: asyncio.run_coroutine_threadsafe(wrap(aw), loop).result()
+    def run_sync(aw: Awaitable[Any]) -> Any:
+        try:
+            return asyncio.run_coroutine_threadsafe(wrap(aw), loop).result()
+        finally:
+            checkpoint()  # a skill that came due while it waited stops here
+
+    return run_sync
 
 
 class EngineCsi(Csi):

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core.engine import MESSAGE, Engine
 from ..core.host import SkillStore
-from ..errors import CsiError, InternalError, InvalidInputError, SkillInterrupt, blame
+from ..errors import CsiError, InternalError, InvalidInputError, SkillError, SkillInterrupt, blame
 from ..sdk.csi import Csi
 from ..sdk.skill import Skill
 from . import interrupts
@@ -197,6 +197,8 @@ class SkillRegistry:
                 out = await self.runner(lambda csi: run_marked(run, lambda: skill.run(csi, data)))
         except CsiError:
             raise
+        except SkillInterrupt as exc:  # due before or after the skill's own code (input, output)
+            raise SkillError(f"skill {skill.name} was interrupted: {exc.reason}") from None
         except Exception as exc:  # the runner itself failed
             raise InternalError(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}") from None
         return loads(out)
