@@ -187,6 +187,8 @@ const QUEUED_AFTER_MS = 250;
 const TRIP_EVERY_MS = 200;
 /** interruptGenerate() trips Python's interrupt for at most this long. */
 const TRIP_INTERRUPT_FOR_MS = 10_000;
+/** A skill still running this long past its time limit is abandoned: its call rejects. */
+const ABANDON_AFTER_MS = 3_000;
 
 /**
  * `value` as a number of milliseconds, or a typed error naming `param`.
@@ -688,7 +690,17 @@ export class WebWorkerEngine {
     const name = typeof body?.name === "string" ? body.name : "";
     /** @type {ReturnType<typeof setTimeout>|undefined} */
     let timer;
+    const started = performance.now();
     const trip = () => {
+      const over = performance.now() - started - time_limit_ms;
+      if (over > ABANDON_AFTER_MS && this.pending.has(id)) {
+        // it waits on something that never ends, or catches its interruption: the call ends here
+        this.abandoned.set(id, done);
+        this.settle(id, (p) => p.reject(new EngineError({ name: "SkillError", message: `skill ${name} ran past ` +
+          `its time limit of ${time_limit_ms / 1000} s and did not stop within ${ABANDON_AFTER_MS / 1000} s: ` +
+          "it was abandoned (the worker may still be busy with it)" })));
+      }
+      if (over > 20 * ABANDON_AFTER_MS) return; // it ignores every interrupt: stop asking
       this.interruptPython();
       timer = setTimeout(trip, TRIP_EVERY_MS);
     };

@@ -289,3 +289,40 @@ def test_items_of_a_batch_cut_by_an_interrupt_all_end_with_abort(page):
     assert set(reasons[:cut]) <= {"stop", "length"} and reasons[cut:] == ["abort"] * (8 - cut), out
     assert cut < 7 and all(n == 0 for _, n in out["done"][cut + 1:]), out
     assert set(out["again"]) <= {"stop", "length"}
+
+
+STUBBORN = """import js
+from pydantic import BaseModel
+from pyodide.ffi import run_sync
+from csi.sdk import skill
+
+class I(BaseModel):
+    pass
+
+class O(BaseModel):
+    n: int
+
+@skill
+def stubborn(csi, input: I) -> O:
+    run_sync(js.Promise.new(lambda resolve, reject: None))  # waits for ever
+    return O(n=0)
+"""
+
+
+def test_a_skill_that_waits_for_ever_is_abandoned_past_its_limit_and_the_engine_goes_on(page):
+    out = page.ok("""
+      const e = await window.fresh();
+      try {
+        await e.skills.register({name: 'stubborn', source: arg});
+        const t = performance.now();
+        const run = await e.skills.run('stubborn', {}, {timeLimitMs: 1000})
+          .then(() => null, (err) => ({name: err.name, message: err.message, ms: performance.now() - t}));
+        const chat = await e.completions.create({prompt: 'The json module', max_tokens: 2})
+          .then((r) => r.choices[0].finish_reason, (err) => err.name);
+        return {run, chat, pending: e.pendingCount};
+      } finally {
+        e.terminate();
+      }""", STUBBORN)
+    assert out["run"]["name"] == "SkillError" and "abandoned" in out["run"]["message"], out
+    assert 3900 < out["run"]["ms"] < 8000
+    assert out["chat"] in ("stop", "length") and out["pending"] == 0

@@ -8,6 +8,7 @@ import itertools
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -238,11 +239,7 @@ class Engine:
         if not lock.locked():
             await lock.acquire()
         else:
-            holder = self._holders.get(model_id)
-            report = PROGRESS.get()
-            if report is not None and holder != key:
-                report({"stage": "queued", "file": None, "loaded": 0, "total": 1, "model": model_id,
-                        "waiting_for": holder})
+            self._report_queued(model_id, key)
             acquiring = asyncio.ensure_future(lock.acquire())
             try:
                 while not acquiring.done():
@@ -270,6 +267,27 @@ class Engine:
     def _release(self, model_id: str) -> None:
         self._holders.pop(model_id, None)
         self._locks[model_id].release()
+
+    def _report_queued(self, model_id: str, key: str) -> None:
+        holder = self._holders.get(model_id)
+        report = PROGRESS.get()
+        if report is not None and holder != key:
+            report({"stage": "queued", "file": None, "loaded": 0, "total": 1, "model": model_id,
+                    "waiting_for": holder})
+
+    @asynccontextmanager
+    async def _holding(self, model_id: str) -> AsyncIterator[None]:
+        """The model's lock, in turn, for work that is not cut half-way (embeddings, insides)."""
+        message = MESSAGE.get()
+        key = message[0] if message and message[0] is not None else f"run-{next(self._run_ids)}"
+        if self._locks[model_id].locked():
+            self._report_queued(model_id, key)
+        async with self._locks[model_id]:
+            self._holders[model_id] = key
+            try:
+                yield
+            finally:
+                self._holders.pop(model_id, None)
 
     def forget(self, request_id: str) -> None:
         """The message ``request_id`` is answered: drop its cancellation."""
@@ -353,7 +371,7 @@ class Engine:
         if model.vocab_size and top_k > model.vocab_size:
             raise InvalidInputError(f"`top_k_logits` is {top_k}; the vocabulary has {model.vocab_size} tokens",
                                     "top_k_logits")
-        async with self._locks[model.model_id]:
+        async with self._holding(model.model_id):
             arrays = await self._backend.guts(model.model_id, ids, fft=fft, keep=keep, top_k=top_k)
         return Guts(ids, arrays)
 
@@ -375,9 +393,9 @@ class Engine:
                 if outside is not None:
                     raise InvalidInputError(f"token {outside} is outside the vocabulary of {model.model_id!r} "
                                             f"(0 to {model.vocab_size - 1})", "input")
-            async with self._locks[model.model_id]:
+            async with self._holding(model.model_id):
                 return await self._backend.embed_ids(model.model_id, rows)
-        async with self._locks[model.model_id]:
+        async with self._holding(model.model_id):
             return await self._backend.embed(model.model_id, cast(list[str], texts))
 
     # ---- the one generation path ---------------------------------------------------------------
