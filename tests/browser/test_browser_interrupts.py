@@ -127,25 +127,34 @@ def test_a_sleeping_skill_stops_at_its_limit_and_a_chat_sent_meanwhile_is_untouc
 
 
 def test_interrupt_generate_stops_a_skill_and_nothing_else_reports_an_internal_error(page):
+    """Was: the built-in summarize skill, interrupted 600 ms in, answered InternalError
+    "KeyboardInterrupt" in 1 of 5 runs. Summarize runs on tiny-chat can end before the interrupt
+    comes: those may succeed; the waiter (200 CSI calls) is always still running."""
     before = greedy(page)
     out = page.ok("""
       const outs = [];
-      for (let i = 0; i < 5; i++) {
+      for (let i = 0; i < 6; i++) {
+        const waiter = i % 2 === 1;
+        const at = waiter ? 600 : 150;
         const t = performance.now();
-        const run = (i % 2 ? engine.skills.run('waiter', {n: 20}) : engine.skills.run('summarize',
+        const run = (waiter ? engine.skills.run('waiter', {n: 200}) : engine.skills.run('summarize',
           {text: 'The json module encodes and decodes JSON. '.repeat(3000), model: 'tiny-chat', chunk_tokens: 64}))
           .then(() => ({ok: true, ms: performance.now() - t}), (e) => ({name: e.name, message: e.message}));
-        await new Promise((r) => setTimeout(r, 600));
+        await new Promise((r) => setTimeout(r, at));
         engine.interruptGenerate();
         const chat = engine.completions.create({prompt: 'The json module', max_tokens: 8, temperature: 0})
           .then((r) => r.choices[0].text, (e) => `${e.name}: ${e.message}`);
-        outs.push({run: await run, chat: await chat});
+        outs.push({waiter, at, run: await run, chat: await chat});
       }
       return {outs, pending: engine.pendingCount};""")
     for o in out["outs"]:
-        assert o["run"].get("name") == "SkillError", o
-        assert "interruptGenerate() was called" in o["run"]["message"], o
+        if o["run"].get("ok"):
+            assert not o["waiter"] and o["run"]["ms"] < o["at"] + 100, o  # it ended before the interrupt
+        else:
+            assert o["run"]["name"] == "SkillError", o
+            assert "interruptGenerate() was called" in o["run"]["message"], o
         assert o["chat"] == before, o
+    assert sum(1 for o in out["outs"] if not o["waiter"] and not o["run"].get("ok")) >= 1, out
     assert out["pending"] == 0
 
 
