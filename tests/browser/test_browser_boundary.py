@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from buildtools.soak_interrupts import SPIN
 from tests.support.browser import EnginePage, open_engine_page
 
 CALLS = int(os.environ.get("CSI_PAGE_FUZZ_CALLS", "300"))
@@ -39,10 +40,6 @@ def page(browser: Any, site_url: str) -> Iterator[EnginePage]:
     yield ep
     ep.page.context.close()
 
-
-def greedy(page: EnginePage) -> str:
-    return page.ok("""return (await engine.completions.create({prompt: 'The json module', max_tokens: 8,
-                                                                  temperature: 0})).choices[0].text;""")
 
 
 def test_arguments_that_cannot_cross_are_refused_by_name(page):
@@ -112,7 +109,7 @@ def test_repetition_penalties_that_break_float32_are_refused_and_logprobs_stay_n
 
 
 def test_random_hostile_calls_settle_typed_and_leave_nothing_pending(page):
-    before = greedy(page)
+    before = page.greedy()
     out = page.ok(HARNESS + """
       let s = 12345;  // a seeded generator: the same calls every run
       const rnd = () => { s = (s * 1103515245 + 12345) % 2147483648; return s / 2147483648; };
@@ -149,31 +146,15 @@ def test_random_hostile_calls_settle_typed_and_leave_nothing_pending(page):
     assert out["bad"] == [], out
     assert out["pending"] == 0
     assert sum(out["counts"].values()) == CALLS
-    assert greedy(page) == before
-
-
-SPIN = """from pydantic import BaseModel
-from csi.sdk import skill
-
-class I(BaseModel):
-    n: int
-
-class O(BaseModel):
-    n: int
-
-@skill
-def spin(csi, input: I) -> O:
-    while True:
-        pass
-"""
+    assert page.greedy() == before
 
 
 def test_a_runaway_skill_is_interrupted_at_its_time_limit_and_the_engine_goes_on(page):
-    before = greedy(page)
+    before = page.greedy()
     out = page.ok("""
       await engine.skills.register({name: 'spin', source: arg.spin});
       const t = performance.now();
-      const run = await engine.skills.run('spin', {n: 1}, {timeLimitMs: 1500}).then(() => null,
+      const run = await engine.skills.run('spin', {}, {timeLimitMs: 1500}).then(() => null,
         (e) => ({name: e.name, message: e.message}));
       const ranMs = performance.now() - t;
       const load = await engine.skills.register({name: 'spin2', source: arg.loops}, {timeLimitMs: 1500})
@@ -187,7 +168,7 @@ def test_a_runaway_skill_is_interrupted_at_its_time_limit_and_the_engine_goes_on
     assert out["load"] == {"name": "InvalidInputError", "param": "source"}
     assert "spin" in out["listed"] and "spin2" not in out["listed"]
     assert out["pending"] == 0
-    assert greedy(page) == before
+    assert page.greedy() == before
 
 
 def test_a_terminated_worker_rejects_what_was_pending_with_a_typed_error(page):

@@ -72,10 +72,6 @@ def page(browser: Any, site_url: str) -> Iterator[EnginePage]:
     ep.page.context.close()
 
 
-def greedy(page: EnginePage) -> str:
-    return page.ok("""return (await engine.completions.create({prompt: 'The json module', max_tokens: 8,
-                                                                  temperature: 0})).choices[0].text;""")
-
 
 def test_a_skill_waiting_on_csi_calls_stops_at_its_time_limit_in_fresh_workers(page):
     """The issue's reproducer (20 CSI calls of 150 tokens, a 1.5 s limit: 4 of 9 workers wedged),
@@ -109,7 +105,7 @@ def test_a_skill_waiting_on_csi_calls_stops_at_its_time_limit_in_fresh_workers(p
 
 
 def test_a_sleeping_skill_stops_at_its_limit_and_a_chat_sent_meanwhile_is_untouched(page):
-    before = greedy(page)
+    before = page.greedy()
     out = page.ok("""
       const t = performance.now();
       const run = engine.skills.run('sleeper', {}, {timeLimitMs: 1500})
@@ -123,14 +119,14 @@ def test_a_sleeping_skill_stops_at_its_limit_and_a_chat_sent_meanwhile_is_untouc
     assert out["run"]["ms"] < 5000, out
     assert out["chats"] == [before] * 3
     assert out["pending"] == 0
-    assert greedy(page) == before
+    assert page.greedy() == before
 
 
 def test_interrupt_generate_stops_a_skill_and_nothing_else_reports_an_internal_error(page):
     """Was: the built-in summarize skill, interrupted 600 ms in, answered InternalError
     "KeyboardInterrupt" in 1 of 5 runs. Summarize runs on tiny-chat can end before the interrupt
     comes: those may succeed; the waiter (200 CSI calls) is always still running."""
-    before = greedy(page)
+    before = page.greedy()
     out = page.ok("""
       const outs = [];
       for (let i = 0; i < 6; i++) {
@@ -208,7 +204,7 @@ def test_a_generation_waiting_for_the_model_is_told_whom_it_waits_for(page):
 
 
 def test_timeouts_reject_with_a_typed_error_and_the_engine_goes_on(page):
-    before = greedy(page)
+    before = page.greedy()
     out = page.ok("""
       const t = performance.now();
       const slow = await engine.completions.create({prompt: 'The', max_tokens: 2000, ignore_eos: true},
@@ -233,7 +229,7 @@ def test_timeouts_reject_with_a_typed_error_and_the_engine_goes_on(page):
     assert out["skill"] == "TimeoutError"
     assert out["bad"] == ["InvalidInputError", "timeoutMs"]
     assert out["pending"] == 0
-    assert greedy(page) == before
+    assert page.greedy() == before
 
 
 @pytest.mark.parametrize(("exc", "shown"), [("GeneratorExit()", "raised GeneratorExit"),

@@ -39,6 +39,11 @@ class EnginePage:
         assert out["ok"], f"engine call failed: {json.dumps(out['error'])}"
         return out["value"]
 
+    def greedy(self) -> str:
+        """tiny-chat's greedy continuation of a fixed prompt: what an engine that is unharmed answers."""
+        return self.ok("""return (await engine.completions.create({prompt: 'The json module', max_tokens: 8,
+                                                                      temperature: 0})).choices[0].text;""")
+
     def foreign_requests(self) -> list[str]:
         return [u for u in self.requests if not u.startswith(LOCAL_PREFIXES)]
 
