@@ -73,6 +73,7 @@ import { encodeMessage } from "./message.js";
  *   another request is using (`waiting_for` is that request's id), or for a skill that keeps the
  *   worker's Python busy (`skill` names it).
  * @typedef {Deadline & {signal?: AbortSignal}} CallOptions
+ * @typedef {Extract<PageMessage, {request: any}>["type"]} RequestType message types whose body is one `request`
  * @typedef {{input: string|string[], model?: string|null}} EmbeddingCreateParams
  * @typedef {{object: "list", model: string, data: Array<{object: "embedding", index: number,
  *            embedding: number[]}>, usage: {prompt_tokens: number, total_tokens: number}}} CreateEmbeddingResponse
@@ -268,37 +269,30 @@ export class WebWorkerEngine {
         this.createStreamable("completion", request, options),
     };
     this.embeddings = {
-      /** @returns {Promise<CreateEmbeddingResponse>} */
-      create: (/** @type {EmbeddingCreateParams} */ request, /** @type {Deadline} */ options = {}) =>
-        this.send("embeddings", { request }, deadline(options)),
+      /** `{input, model}` (`EmbeddingCreateParams`) -> `CreateEmbeddingResponse` */
+      create: this.requestCall("embeddings"),
     };
     /** The CSI (pharia:skill@0.3.0): batches in, results in request order. */
     this.csi = {
       complete: (requests, /** @type {Deadline} */ options = {}) =>
-        this.send("csi_complete", { request: requests }, deadline(options)).then(bytesToArrays),
+        this.requestCall("csi_complete")(requests, options).then(bytesToArrays),
       chat: (requests, /** @type {Deadline} */ options = {}) =>
-        this.send("csi_chat", { request: requests }, deadline(options)).then(bytesToArrays),
+        this.requestCall("csi_chat")(requests, options).then(bytesToArrays),
       /** `[{text, params: {model, max_tokens, overlap}}]` -> chunks (strings) per request */
-      chunk: (requests, /** @type {Deadline} */ options = {}) =>
-        this.send("csi_chunk", { request: requests }, deadline(options)),
+      chunk: this.requestCall("csi_chunk"),
       /** like `chunk`, each chunk as `{text, byte_offset, character_offset}` (offsets in UTF-8 bytes and code points) */
-      chunkWithOffsets: (requests, /** @type {Deadline} */ options = {}) =>
-        this.send("csi_chunk_with_offsets", { request: requests }, deadline(options)),
+      chunkWithOffsets: this.requestCall("csi_chunk_with_offsets"),
       /** `[{text, languages}]` -> an ISO 639-3 code or null per request */
-      selectLanguage: (requests, /** @type {Deadline} */ options = {}) =>
-        this.send("csi_select_language", { request: requests }, deadline(options)),
+      selectLanguage: this.requestCall("csi_select_language"),
       /**
        * `[{index_path: {namespace, collection, index}, query, max_results, min_score, filters}]` ->
        * per request `[{document_path, content, score, start: {item, position}, end: {item, position}}]`, best first
        */
-      search: (requests, /** @type {Deadline} */ options = {}) =>
-        this.send("csi_search", { request: requests }, deadline(options)),
+      search: this.requestCall("csi_search"),
       /** `[{namespace, collection, name}]` -> `[{path, contents: [{text} | "image"], metadata}]` */
-      documents: (paths, /** @type {Deadline} */ options = {}) =>
-        this.send("csi_documents", { request: paths }, deadline(options)),
+      documents: this.requestCall("csi_documents"),
       /** `[{namespace, collection, name}]` -> metadata (any JSON value) or null per path */
-      documentMetadata: (paths, /** @type {Deadline} */ options = {}) =>
-        this.send("csi_document_metadata", { request: paths }, deadline(options)),
+      documentMetadata: this.requestCall("csi_document_metadata"),
     };
     /** The document index's writes: collections of documents with named search indexes, kept in IndexedDB. */
     this.index = {
@@ -306,22 +300,18 @@ export class WebWorkerEngine {
        * `{namespace, collection, index, model = "all-minilm-l6-v2", max_tokens = 128, overlap = 0, hybrid = false}`
        * -> the index's configuration and `created`; existing documents are indexed (progress as `put`)
        */
-      createIndex: (request, /** @type {Deadline} */ options = {}) =>
-        this.send("index_create", { request }, deadline(options)),
+      createIndex: this.requestCall("index_create"),
       /**
        * `[{path: {namespace, collection, name}, contents: [{text} | "image"], metadata}]` -> `{documents, chunks}`.
        * Replaces documents with the same path. `progress({loaded, total, documents, chunks})` follows each commit.
        */
-      put: (documents, /** @type {Deadline} */ options = {}) =>
-        this.send("index_put", { request: documents }, deadline(options)),
+      put: this.requestCall("index_put"),
       /** `[{namespace, collection, name}]` -> whether each existed */
-      delete: (paths, /** @type {Deadline} */ options = {}) =>
-        this.send("index_delete", { request: paths }, deadline(options)),
+      delete: this.requestCall("index_delete"),
       /** `{namespace?, collection?}` -> `{collections: [{namespace, collection, indexes}], documents?: [{name, chunks}]}` */
-      list: (request = {}, /** @type {Deadline} */ options = {}) =>
-        this.send("index_list", { request }, deadline(options)),
+      list: this.requestCall("index_list", {}),
       /** `{namespace, collection, index}` drops an index; `{namespace, collection}` the whole collection */
-      drop: (request, /** @type {Deadline} */ options = {}) => this.send("index_drop", { request }, deadline(options)),
+      drop: this.requestCall("index_drop"),
     };
     /** Skills: Python functions decorated with `@skill` (csi.sdk), kept in IndexedDB across reloads. */
     this.skills = {
@@ -350,17 +340,14 @@ export class WebWorkerEngine {
     };
     /** The RemoteLLM service (proto3 JSON field names). */
     this.remote = {
-      generate: (request, /** @type {Deadline} */ options = {}) =>
-        this.send("remote_generate", { request }, deadline(options)),
-      getLlmType: (request = {}, /** @type {Deadline} */ options = {}) =>
-        this.send("remote_llm_type", { request }, deadline(options)),
+      generate: this.requestCall("remote_generate"),
+      getLlmType: this.requestCall("remote_llm_type", {}),
       /**
        * Each prompt token's embeddings and final hidden state, and the likeliest next tokens.
        * @param {{prompt: string, api_key?: string, fft_embeddings?: boolean, embedding_trunkation?: number,
        *   top_k_logits?: number, model?: string}} request
        */
-      generationalGuts: (request, /** @type {Deadline} */ options = {}) =>
-        this.send("remote_guts", { request }, deadline(options)),
+      generationalGuts: this.requestCall("remote_guts"),
     };
     for (const api of [this.chat, this.completions, this.embeddings, this.csi, this.index, this.skills, this.llm,
       this.remote]) {
@@ -373,6 +360,16 @@ export class WebWorkerEngine {
     this.completion = (request) => this.completions.create(request);
     /** @param {EmbeddingCreateParams} request */
     this.embedding = (request) => this.embeddings.create(request);
+  }
+
+  /**
+   * A method that sends its first argument as the message's `request` (`fallback` when it is left
+   * out), with the call's {@link Deadline} last.
+   * @param {RequestType} type @param {any} [fallback]
+   */
+  requestCall(type, fallback) {
+    return (/** @type {any} */ request = fallback, /** @type {Deadline} */ options = {}) =>
+      this.send(type, { request }, deadline(options));
   }
 
   /** WebLLM's: the last chat reply's text (choice 0), of `model` or of the last model used. @param {string} [model] */

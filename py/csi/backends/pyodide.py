@@ -111,8 +111,6 @@ class PyodideBackend:
         future = self._steps.pop(ticket, None)
         if future is None:
             return
-        result: StepResult | None = None
-        error: BaseException | None = InternalError("the step's result was lost")
         try:
             spent = float(grammar_s) if isinstance(grammar_s, float | int) else 0.0
             if isinstance(logprobs, str):
@@ -120,11 +118,10 @@ class PyodideBackend:
                 result = StepResult(int(token), logprob, tuple((int(i), lp) for i, lp in top), spent)
             else:
                 result = StepResult(int(token), grammar_s=spent)
-            error = None
         except BaseException as exc:  # noqa: BLE001 - a waiter must never be left hanging
-            error = InternalError(f"bad step result from the bridge: {type(exc).__name__}: {exc}")
-        finally:
-            future._settle(result, error)
+            future._settle(None, InternalError(f"bad step result from the bridge: {type(exc).__name__}: {exc}"))
+        else:
+            future._settle(result, None)
 
     def _on_step_error(self, ticket: int, message: str) -> None:
         future = self._steps.pop(ticket, None)

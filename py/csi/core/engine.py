@@ -255,8 +255,7 @@ class Engine:
                 if not acquiring.done():
                     acquiring.cancel()
                     await asyncio.wait((acquiring,))
-                got = acquiring.done() and not acquiring.cancelled() and acquiring.exception() is None
-            if not got:
+            if acquiring.cancelled() or acquiring.exception() is not None:
                 return False
             if cancelled():  # it came with the lock: give it back at once
                 lock.release()
@@ -275,19 +274,19 @@ class Engine:
             report({"stage": "queued", "file": None, "loaded": 0, "total": 1, "model": model_id,
                     "waiting_for": holder})
 
+    def _message_key(self) -> str:
+        """The id of the page message the running task serves (or one of its own): what cancels it."""
+        message = MESSAGE.get()
+        return message[0] if message and message[0] is not None else f"run-{next(self._run_ids)}"
+
     @asynccontextmanager
     async def _holding(self, model_id: str) -> AsyncIterator[None]:
         """The model's lock, in turn, for work that is not cut half-way (embeddings, insides)."""
-        message = MESSAGE.get()
-        key = message[0] if message and message[0] is not None else f"run-{next(self._run_ids)}"
-        if self._locks[model_id].locked():
-            self._report_queued(model_id, key)
-        async with self._locks[model_id]:
-            self._holders[model_id] = key
-            try:
-                yield
-            finally:
-                self._holders.pop(model_id, None)
+        await self._acquire(model_id, self._message_key(), lambda: False)
+        try:
+            yield
+        finally:
+            self._release(model_id)
 
     def forget(self, request_id: str) -> None:
         """The message ``request_id`` is answered: drop its cancellation."""
@@ -474,7 +473,7 @@ class Engine:
         """
         model, n = gen.model, gen.n
         message = MESSAGE.get()
-        key = gen.request_id or (message[0] if message and message[0] is not None else f"run-{next(self._run_ids)}")
+        key = gen.request_id or self._message_key()
         epoch = message[1] if message else self._interrupt_epoch
 
         def cancelled() -> bool:

@@ -40,14 +40,13 @@ def _aim_interrupts() -> None:
     ``time.sleep``, which suspends a skill's stack while other requests run, is a checkpoint."""
     signal.signal(signal.SIGINT, interrupts.on_signal)
     sleep = time.sleep
-    if not getattr(sleep, "_csi_checked", False):
-        def checked_sleep(seconds: float) -> None:
-            interrupts.checkpoint()
-            sleep(seconds)
-            interrupts.checkpoint()
 
-        checked_sleep._csi_checked = True  # type: ignore[attr-defined]
-        time.sleep = checked_sleep  # type: ignore[assignment]
+    def checked_sleep(seconds: float) -> None:
+        interrupts.checkpoint()
+        sleep(seconds)
+        interrupts.checkpoint()
+
+    time.sleep = checked_sleep  # type: ignore[assignment]
 
 
 def create_app(bridge: Any, host: Any, post: Post, page_interrupts: Callable[[], int] | None = None) -> WorkerApp:
