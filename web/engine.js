@@ -38,20 +38,12 @@ import { encodeMessage } from "./message.js";
  *   WebLLM's app config: only what csi-web can use of it is used (see `setAppConfig`).
  * @typedef {{id: string, type: "function", function: {name: string, arguments: string}}} ChatCompletionMessageToolCall
  * @typedef {{index: number, id?: string, type?: "function", function: {name?: string, arguments?: string}}} ToolCallDelta
- * @typedef {{role: "system"|"user"|"assistant"|"tool", content: string|null|Array<{type: "text", text: string}>,
- *            name?: string, tool_call_id?: string, tool_calls?: ChatCompletionMessageToolCall[]}} ChatCompletionMessageParam
- * @typedef {{type: "function", function: {name: string, description?: string, parameters?: object,
- *            strict?: boolean}}} ChatCompletionTool
- * @typedef {"none"|"auto"|"required"|{type: "function", function: {name: string}}} ChatCompletionToolChoice
- * @typedef {{type?: "text"|"json_object"|"json_schema"|"grammar"|"regex"|"structural_tag", schema?: string,
- *            json_schema?: {name: string, description?: string, schema?: object, strict?: boolean},
- *            grammar?: string, pattern?: string, structural_tag?: object|string}} ResponseFormat
- * @typedef {{messages: ChatCompletionMessageParam[], model?: string|null, stream?: boolean|null,
- *            stream_options?: {include_usage?: boolean}|null, max_tokens?: number|null,
- *            temperature?: number|null, top_p?: number|null, top_k?: number|null,
- *            stop?: string|string[]|null, seed?: number|null, ignore_eos?: boolean,
- *            response_format?: ResponseFormat, tools?: ChatCompletionTool[],
- *            tool_choice?: ChatCompletionToolChoice, parallel_tool_calls?: boolean}} ChatCompletionRequest
+ * @typedef {import("../worker/wire_types.js").ChatCompletionRequest} ChatCompletionRequest
+ *   The request bodies are the worker's own models (worker/wire_types.d.ts, generated from Python).
+ * @typedef {ChatCompletionRequest["messages"][number]} ChatCompletionMessageParam
+ * @typedef {NonNullable<ChatCompletionRequest["tools"]>[number]} ChatCompletionTool
+ * @typedef {NonNullable<ChatCompletionRequest["tool_choice"]>} ChatCompletionToolChoice
+ * @typedef {NonNullable<ChatCompletionRequest["response_format"]>} ResponseFormat
  * @typedef {{prompt_tokens: number, completion_tokens: number, total_tokens: number,
  *            extra?: Record<string, number>}} CompletionUsage
  * @typedef {"stop"|"length"|"abort"|"tool_calls"} FinishReason
@@ -73,8 +65,8 @@ import { encodeMessage } from "./message.js";
  *   another request is using (`waiting_for` is that request's id), or for a skill that keeps the
  *   worker's Python busy (`skill` names it).
  * @typedef {Deadline & {signal?: AbortSignal}} CallOptions
- * @typedef {Extract<PageMessage, {request: any}>["type"]} RequestType message types whose body is one `request`
- * @typedef {{input: string|string[], model?: string|null}} EmbeddingCreateParams
+ * @typedef {keyof import("../worker/wire_types.js").Requests} RequestType message types with a `request`
+ * @typedef {import("../worker/wire_types.js").EmbeddingRequest} EmbeddingCreateParams
  * @typedef {{object: "list", model: string, data: Array<{object: "embedding", index: number,
  *            embedding: number[]}>, usage: {prompt_tokens: number, total_tokens: number}}} CreateEmbeddingResponse
  */
@@ -321,7 +313,7 @@ export class WebWorkerEngine {
       /** -> `[{name, description, builtin, error}]` */
       list: (/** @type {Deadline} */ options = {}) => this.send("skills_list", {}, deadline(options)),
       /** @param {string} name -> `{description, input_schema, output_schema}` */
-      metadata: (name, /** @type {Deadline} */ options = {}) => this.send("skills_metadata", { name }, deadline(options)),
+      metadata: (name, /** @type {Deadline} */ options = {}) => this.send("skills_metadata", { request: { name } }, deadline(options)),
       /**
        * @param {string} name @param {any} input a JSON value -> the skill's output (a JSON value)
        * @param {Deadline & {timeLimitMs?: number}} [options] past `timeLimitMs` of running (default
@@ -329,7 +321,7 @@ export class WebWorkerEngine {
        */
       run: (name, input, options = {}) => this.skillCall("skills_run", { name, input }, options),
       /** @param {string} name */
-      remove: (name, /** @type {Deadline} */ options = {}) => this.send("skills_remove", { name }, deadline(options)),
+      remove: (name, /** @type {Deadline} */ options = {}) => this.send("skills_remove", { request: { name } }, deadline(options)),
     };
     /** Spin's `llm` interface (with the stop / optional max-tokens / finish-reason proposal). */
     this.llm = {
@@ -588,7 +580,7 @@ export class WebWorkerEngine {
       message: `the ${p.type} call had no answer within ${ms} ms; it was cancelled` })));
     // a load is cancelled by unloading (it would replace every model anyway)
     if (call) this.post(call.type === "load" ? { id: `${id}-unload`, type: "unload" }
-      : { id: `${id}-cancel`, type: "cancel", target: id });
+      : { id: `${id}-cancel`, type: "cancel", request: { target: id } });
   }
 
   /**
@@ -624,7 +616,7 @@ export class WebWorkerEngine {
   createStreamable(type, request, options = {}) {
     request = this.chatStates.withDefaults(request);
     const id = `r${this.nextId++}`;
-    const cancel = () => this.post({ id: `${id}-cancel`, type: "cancel", target: id });
+    const cancel = () => this.post({ id: `${id}-cancel`, type: "cancel", request: { target: id } });
     const signal = options?.signal;
     let release = () => {};
     if (signal && typeof signal.addEventListener === "function") {
@@ -708,7 +700,7 @@ export class WebWorkerEngine {
     };
     // `done` once the worker is done with it: Python's interrupt is tripped until then, even when
     // the page has stopped waiting (timeoutMs)
-    const call = this.send(type, { ...body, time_limit_ms }, { id, timeoutMs, progress, onFinal: done });
+    const call = this.send(type, { request: { ...body, time_limit_ms } }, { id, timeoutMs, progress, onFinal: done });
     this.skillCalls.set(id, name);
     // a skill that keeps Python busy is stopped by Python's interrupt, which Python's handler aims
     // at the skill that is due (csi.skills.interrupts); it is tripped until the call settles
@@ -803,7 +795,7 @@ export class WebWorkerEngine {
     };
     const load = { model_ids: ids, device: this.config.device ?? "wasm", hub: this.config.hubMirror ?? null };
     const { timeoutMs, progress } = deadline(options);
-    const result = await this.send("load", load, { timeoutMs, progress: (p) => {
+    const result = await this.send("load", { request: load }, { timeoutMs, progress: (p) => {
       report(p);
       progress?.(p);
     } });
