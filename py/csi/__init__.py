@@ -8,7 +8,8 @@ composition root); ``backends`` and ``worker`` (where it runs).
 """
 
 from .core.backend import Backend, Embeddings, ModelInfo
-from .core.engine import Engine, Generation
+from .core.engine import Engine
+from .core.generation import Generation
 from .core.request import GenerationParams, GenerationRequest, SamplingParams
 from .errors import (
     ContextWindowExceededError,

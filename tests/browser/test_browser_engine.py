@@ -7,8 +7,8 @@ import pytest
 
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
-from tests.support.faces import chat_completion
 from tests.support.aio import run_async
+from tests.support.faces import chat_completion
 from tests.support.paths import MODELS
 from tests.support.prompts import PROMPTS
 from tests.support.reference import hf_greedy_ids, hf_prompt_ids, sentence_transformer

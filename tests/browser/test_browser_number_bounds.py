@@ -11,8 +11,8 @@ import pytest
 
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
-from tests.support.faces import chat_completion
 from tests.support.aio import run_async
+from tests.support.faces import chat_completion
 from tests.support.paths import MODELS
 
 pytestmark = pytest.mark.browser

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.faces import index as index_face
 from csi.local import local_csi
 from csi.skills.examples import search_answer
 from tests.support.browser import boot_engine, open_engine_page
+from tests.support.faces import index as index_face
 from tests.support.paths import DIST
 from tests.support.skill_sources import ECHO, IMPORT_ERROR, RAISES, SEARCH_DOCS, SYNTAX_ERROR, Echo
 

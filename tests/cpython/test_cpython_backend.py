@@ -17,8 +17,8 @@ from transformers.generation.logits_process import (
 from csi.backends.cpython import CPythonBackend, Mulberry32, candidates
 from csi.core.backend import SamplingParams
 from csi.core.engine import Engine
-from tests.support.faces import chat_completion, embeddings
 from tests.support.aio import run_async
+from tests.support.faces import chat_completion, embeddings
 from tests.support.paths import MODELS, ROOT
 from tests.support.prompts import PROMPTS
 from tests.support.reference import hf_greedy_ids, hf_next_logits, hf_prompt_ids, sentence_transformer

@@ -9,11 +9,9 @@ import pytest
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
 from csi.errors import InvalidInputError, ModelNotSupportedError
-from tests.support.faces import remote_llm
-from tests.support.faces import spin as spin_face
-from tests.support.faces import chat_completion, completion
-from tests.support.faces import inference
 from tests.support.aio import run_async
+from tests.support.faces import chat_completion, completion, inference, remote_llm
+from tests.support.faces import spin as spin_face
 from tests.support.paths import MODELS
 from tests.support.prompts import PROMPTS
 from tests.support.reference import hf_chat

@@ -17,10 +17,10 @@ from csi.core.backend import SamplingParams
 from csi.core.engine import Engine
 from csi.core.request import MIN_LOGPROB
 from csi.errors import InvalidInputError
-from tests.support.faces import spin as spin_face
-from tests.support.faces import chat_completion, completion
 from csi.wire import MAX_REPETITION_PENALTY, MIN_REPETITION_PENALTY
 from tests.support.aio import run_async
+from tests.support.faces import chat_completion, completion
+from tests.support.faces import spin as spin_face
 from tests.support.paths import MODELS, ROOT
 from tests.support.prompts import PROMPTS
 from tests.support.reference import hf_next_logits

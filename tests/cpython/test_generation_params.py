@@ -12,8 +12,8 @@ import pytest
 from csi.backends.cpython import CPythonBackend, candidates, process_logits
 from csi.core.backend import SamplingParams
 from csi.core.engine import Engine
-from tests.support.faces import chat_completion, chat_completion_stream
 from tests.support.aio import run_async
+from tests.support.faces import chat_completion, chat_completion_stream
 from tests.support.paths import MODELS, ROOT
 from tests.support.prompts import PROMPTS
 from tests.support.reference import hf_next_logits, hf_prompt_ids

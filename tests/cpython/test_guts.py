@@ -7,8 +7,8 @@ import pytest
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
 from csi.errors import ContextWindowExceededError, CsiError, InvalidInputError
-from tests.support.faces import remote_llm
 from tests.support.aio import run_async
+from tests.support.faces import remote_llm
 from tests.support.guts_reference import GUTS_MODELS, GUTS_PROMPTS, check_guts, reference_guts
 from tests.support.paths import MODELS
 

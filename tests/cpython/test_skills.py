@@ -10,7 +10,6 @@ from pydantic import BaseModel
 
 from csi.backends.local_host import LocalHost
 from csi.errors import CsiError, InternalError, InvalidInputError
-from tests.support.faces import index as index_face
 from csi.local import local_csi
 from csi.runtime import build_runtime
 from csi.sdk import Csi, IndexPath, Language, skill
@@ -18,6 +17,7 @@ from csi.skills.examples import search_answer
 from csi.skills.registry import EXAMPLES, SkillRegistry
 from csi.testing import ScriptedBackend
 from tests.support.aio import run_async
+from tests.support.faces import index as index_face
 from tests.support.paths import DIST
 from tests.support.skill_sources import ECHO, IMPORT_ERROR, NO_SKILL, RAISES, SEARCH_DOCS, SYNTAX_ERROR, Echo
 

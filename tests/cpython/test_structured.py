@@ -13,8 +13,8 @@ import pytest
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
 from csi.errors import InvalidInputError
-from tests.support.faces import chat_completion, chat_completion_stream, completion
 from tests.support.aio import run_async
+from tests.support.faces import chat_completion, chat_completion_stream, completion
 from tests.support.paths import MODELS
 from tests.support.schemas import CORPUS
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.faces import index as face
 from csi.index.service import DocumentIndex, Progress
+from tests.support.faces import index as face
 
 
 class IndexClient:

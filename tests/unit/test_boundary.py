@@ -172,7 +172,8 @@ def test_an_interrupt_right_after_a_request_reaches_it_and_every_item_of_a_batch
 
 
 def test_cancel_reaches_every_item_of_a_batch_and_is_forgotten_once_answered():
-    out = run_async(_answers(_batch("b2"), json.dumps({"id": "x", "type": "cancel", "request": {"target": "b2"}}), ids=("b2",)))
+    cancel = json.dumps({"id": "x", "type": "cancel", "request": {"target": "b2"}})
+    out = run_async(_answers(_batch("b2"), cancel, ids=("b2",)))
     assert [len(r["text"]) for r in out["b2"]["result"]] == [0] * 12
     again = run_async(_answers(_batch("b2"), ids=("b2",)))  # the same id later is not cancelled
     assert all(len(r["text"]) > 0 for r in again["b2"]["result"])

@@ -11,12 +11,12 @@ from csi.core.detokenize import IncrementalDecoder
 from csi.core.engine import Engine
 from csi.core.stop_text import StopMatcher
 from csi.errors import ContextWindowExceededError, InvalidInputError, ModelNotSupportedError, blame
-from csi.faces.openai.protocol import ChatCompletionChunk
-from tests.support.faces import chat_completion, chat_completion_stream, embeddings
+from csi.faces.openai.responses import ChatCompletionChunk
 from csi.runtime import build_runtime
 from csi.testing import EOS, ScriptedBackend
 from csi.worker.app import WorkerApp
 from tests.support.aio import run_async
+from tests.support.faces import chat_completion, chat_completion_stream, embeddings
 
 VOCAB = [b"<eos>", b"Hello", b" world", b"!", b" \xe2\x82", b"\xac", b" END", b"D", b" more"]
 USER = [{"role": "user", "content": "hi"}]

@@ -9,14 +9,12 @@ import json
 from csi.backends.local_host import LocalHost
 from csi.core.backend import StepResult
 from csi.core.engine import Engine
-from tests.support.faces import remote_llm
-from tests.support.faces import spin as spin_face
-from tests.support.faces import completion
-from tests.support.faces import inference
 from csi.runtime import build_runtime
 from csi.sdk.inference import FinishReason, chat_response_from_wire, completion_from_wire
 from csi.testing import ScriptedBackend
 from tests.support.aio import run_async
+from tests.support.faces import completion, inference, remote_llm
+from tests.support.faces import spin as spin_face
 
 VOCAB = [b"<eos>", b"Hello", b" world", b"!"]
 CUT_AT = 5

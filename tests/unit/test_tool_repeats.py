@@ -17,9 +17,9 @@ from csi.core.engine import Engine
 from csi.core.grammar import Grammar
 from csi.core.request import Tool
 from csi.core.tools import GENERIC, HERMES, LLAMA3, MISTRAL, RepeatedCallStop, TextPiece, ToolCallParser, ToolFormat
-from tests.support.faces import chat_completion, chat_completion_stream
 from csi.testing import EOS, ScriptedBackend
 from tests.support.aio import run_async
+from tests.support.faces import chat_completion, chat_completion_stream
 
 TOOLS = (Tool("get_weather", None, None), Tool("add", None, None))
 FORMATS = [HERMES, LLAMA3, MISTRAL, GENERIC]

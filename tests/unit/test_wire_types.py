@@ -33,8 +33,8 @@ def test_every_route_with_a_body_has_its_type_and_every_field_of_its_model() -> 
 
 def _tsc(tmp_path: Path, message: str) -> str:
     check = tmp_path / "check.js"
-    check.write_text("// @ts-check\n/** @type {import(%s).PageMessage} */\nexport const m = %s;\n"
-                     % (json.dumps(str(ROOT / "worker" / "protocol.js")), message))
+    protocol = json.dumps(str(ROOT / "worker" / "protocol.js"))
+    check.write_text(f"// @ts-check\n/** @type {{import({protocol}).PageMessage}} */\nexport const m = {message};\n")
     config = tmp_path / "jsconfig.json"
     config.write_text(json.dumps({"compilerOptions": {
         "target": "ES2022", "module": "ES2022", "moduleResolution": "bundler", "lib": ["ES2022"], "types": [],

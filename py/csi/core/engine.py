@@ -10,17 +10,17 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, cast
 
 from ..errors import ContextWindowExceededError, InvalidInputError, ModelLoadError, ModelNotSupportedError
-from .backend import Backend, Embeddings, ModelInfo, ProgressFn, StepResult
-from .decode import FinishReason, GenerationStats, TextDelta, decode
+from .backend import Backend, Embeddings, ModelInfo, ProgressFn
+from .decode import GenerationStats, decode
+from .generation import ChoiceEvent, Generation, Guts
 from .grammar import GrammarError, compiler_message
-from .guts import GutsArrays
-from .request import GenerationParams, GenerationRequest, Tool
+from .request import GenerationRequest
 from .token_bytes import TokenBytes
-from .tools import RepeatedCallStop, ToolCallParser, ToolFormat, detect_format, template_messages, tool_grammar
+from .tools import detect_format, template_messages, tool_grammar
 
 MAX_MODELS = 8
 MAX_ABORTED = 1024
@@ -35,102 +35,6 @@ that must wait for a model another request holds reports ``{stage: "queued", wai
 HUB_URL = re.compile(r"https?://[^\s/?#]+(/[^\s?#]*)?", re.ASCII)
 """A Hub mirror's base URL; the length is checked separately."""
 MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?")
-
-
-@dataclass
-class ChoiceResult:
-    """A whole choice, collected from the stream (for the faces that answer in one piece)."""
-
-    deltas: list[TextDelta] = field(default_factory=list)
-    stats: GenerationStats = field(default_factory=GenerationStats)
-
-    @property
-    def text(self) -> str:
-        return "".join(d.text for d in self.deltas)
-
-    @property
-    def token_ids(self) -> list[int]:
-        return [t for d in self.deltas for t in d.token_ids]
-
-    @property
-    def steps(self) -> list[StepResult]:
-        return [s for d in self.deltas for s in d.steps]
-
-    @property
-    def finish_reason(self) -> FinishReason:
-        assert self.stats.finish_reason is not None, "the choice has not ended"
-        return self.stats.finish_reason
-
-
-@dataclass(frozen=True)
-class Guts:
-    """A prompt's token ids and what the model makes of them (``Engine.guts``)."""
-
-    ids: list[int]
-    arrays: GutsArrays
-
-
-@dataclass(frozen=True)
-class ChoiceEvent:
-    """One step of a (possibly multi-choice) generation: a text delta of choice ``index``, or,
-    with ``delta=None``, the end of that choice (``stats`` final)."""
-
-    index: int
-    delta: TextDelta | None
-    stats: GenerationStats
-
-
-class Generation:
-    """A request the engine accepted: model resolved, prompt rendered and checked against the window.
-
-    Iterate it (once) for its ``ChoiceEvent``s, or ``collect()`` them into whole choices.
-    """
-
-    def __init__(self, engine: Engine, model: ModelInfo, prompt_ids: list[int], params: GenerationParams,
-                 n: int, request_id: str | None, tools: tuple[Tool, ...] = (),
-                 tool_format: ToolFormat | None = None) -> None:
-        self._engine = engine
-        self.model = model
-        self.prompt_ids = prompt_ids
-        self.params = params
-        self.n = n
-        self.request_id = request_id
-        self.tools = tools
-        self.tool_format = tool_format
-        """Set when the reply may hold tool calls (tools given, ``tool_choice`` not ``none``)."""
-
-    def tool_parser(self) -> ToolCallParser | None:
-        """A parser for one choice's text, when the reply may hold tool calls."""
-        if self.tool_format is None:
-            return None
-        return ToolCallParser(self.tools, self.tool_format)
-
-    def stopper(self) -> RepeatedCallStop | None:
-        """What ends one choice early when the reply may hold tool calls: a call repeated exactly."""
-        return None if self.tool_format is None else RepeatedCallStop(self.tools, self.tool_format)
-
-    def reply(self, text: str) -> tuple[str | None, list[tuple[str, str, str]]]:
-        """A whole choice's text as content and tool calls (id, name, arguments); with no tools
-        in play, the text itself and no calls."""
-        parser = self.tool_parser()
-        return (text, []) if parser is None else parser.whole(text)
-
-    def token_bytes(self, token: int) -> bytes:
-        """The bytes of one token of this model (for log-probabilities)."""
-        return self._engine.token_bytes(self.model.model_id, token)
-
-    def __aiter__(self) -> AsyncIterator[ChoiceEvent]:
-        return self._engine._run(self)
-
-    async def collect(self) -> list[ChoiceResult]:
-        """Every choice whole (non-streaming = the collected stream)."""
-        results = [ChoiceResult() for _ in range(self.n)]
-        async for event in self:
-            if event.delta is None:
-                results[event.index].stats = event.stats
-            else:
-                results[event.index].deltas.append(event.delta)
-        return results
 
 
 class Engine:
@@ -450,7 +354,8 @@ class Engine:
         if params.sampling.grammar is not None:
             # the grammar decides where the reply ends: stop strings could cut it short
             params = replace(params, stop=(), ignore_eos=False)
-        return Generation(self, model, ids, params, request.n, request_id, request.tools, tool_format)
+        return Generation(self._run, lambda token: self.token_bytes(model.model_id, token), model, ids, params,
+                          request.n, request_id, request.tools, tool_format)
 
     async def _compile(self, gen: Generation) -> float | None:
         """Compile the request's grammar; the seconds it took (``None``: no grammar)."""

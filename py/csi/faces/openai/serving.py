@@ -14,14 +14,15 @@ from array import array
 from collections.abc import AsyncIterator
 
 from ...core.decode import GenerationStats, TextDelta
-from ...core.engine import ChoiceEvent, Engine, Generation
+from ...core.engine import Engine
+from ...core.generation import ChoiceEvent, Generation
 from ...core.tools import ArgumentsPiece, CallStart, TextPiece, ToolEvent
 from ...errors import InvalidInputError
-from .protocol import (
+from .protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
+from .responses import (
     ChatCompletion,
     ChatCompletionChunk,
     ChatCompletionMessage,
-    ChatCompletionRequest,
     ChatFinishReason,
     Choice,
     ChoiceLogprobs,
@@ -29,12 +30,10 @@ from .protocol import (
     Completion,
     CompletionChoice,
     CompletionLogprobs,
-    CompletionRequest,
     CompletionUsage,
     CreateEmbeddingResponse,
     Delta,
     EmbeddingData,
-    EmbeddingRequest,
     EmbeddingUsage,
     FunctionCall,
     FunctionCallDelta,

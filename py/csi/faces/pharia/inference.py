@@ -8,12 +8,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ...core.engine import ChoiceResult, Engine, Generation
+from ...core.engine import Engine
+from ...core.generation import ChoiceResult, Generation
 from ...core.grammar import Grammar
 from ...core.request import ChatMessage, GenerationParams, GenerationRequest, SamplingParams, ToolCall
 from ...errors import blame
 from ...wire import Strict
-from ..openai.structured import (
+from ..structured import (
     ChatCompletionTool,
     FunctionDefinition,
     FunctionName,

@@ -1,5 +1,6 @@
 """``response_format``, ``tools`` and ``tool_choice`` as clients send them (OpenAI's shapes and
-WebLLM's), and what they mean to the engine: a ``Grammar``, ``Tool``s, a tool choice."""
+WebLLM's), shared by the OpenAI and Pharia faces, and what they mean to the engine: a ``Grammar``,
+``Tool``s, a tool choice."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ...core.grammar import Grammar, SchemaError, check_schema, regex_grammar, structural_tag_grammar
-from ...core.request import ForcedTool, Tool, ToolChoice
-from ...errors import InvalidInputError
-from ...wire import Strict
+from ..core.grammar import Grammar, SchemaError, check_schema, regex_grammar, structural_tag_grammar
+from ..core.request import ForcedTool, Tool, ToolChoice
+from ..errors import InvalidInputError
+from ..wire import Strict
 
 FunctionName = Annotated[str, Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")]
 
