@@ -13,7 +13,8 @@ from tests.support.paths import ROOT
 MAX_LINES = 420  # "about 400"
 GENERATED = {"py/csi/text/tables"}
 _COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
-_IMPORTS = re.compile(r"""(?:\bimport\s*(?:[\w*{}\s,]+\s*from\s*)?|\bimport\s*\(\s*|\bexport\s*[\w*{}\s,]+\s*from\s*)["'](\.{1,2}/[^"']+)["']""")
+_IMPORTS = re.compile(r"""(?:\bimport\s*(?:[\w*{}\s,]+\s*from\s*)?|\bimport\s*\(\s*|\bexport\s*[\w*{}\s,]+\s*from\s*)"""
+                      r"""["'](\.{1,2}/[^"']+)["']""")
 
 
 def js_files() -> list[Path]:

@@ -143,3 +143,15 @@ def test_only_the_pyodide_backend_imports_pyodide_or_js() -> None:
             if any(n.split(".")[0] in {"pyodide", "js"} for n in names):
                 importers.append(module_name(path))
     assert sorted(set(importers)) == ["csi.backends.pyodide"]
+
+
+def test_no_face_imports_another_face() -> None:
+    """What the faces share (``faces.structured``) sits beside them, not inside one of them."""
+
+    def face(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 2 and parts[1] == "faces" and parts[2] != "structured" else None
+
+    wrong = [f"{m} -> {t}" for m, targets in graph().items() for t in targets
+             if face(m) and face(t) and face(m) != face(t)]
+    assert not wrong
