@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any, get_type_hints
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -26,10 +26,16 @@ def parse_body(model: type[BaseModel], body: Any) -> BaseModel:
     return parse_request(model, body)
 
 
+def request_model(fn: Callable[..., Any]) -> Any:
+    """The annotation of ``fn``'s second parameter (its request), resolved in ``fn``'s module."""
+    second = list(inspect.signature(fn).parameters)[1]
+    hint = fn.__annotations__.get(second)
+    return fn.__globals__.get(hint) if isinstance(hint, str) else hint
+
+
 def with_json(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn(service, request, ...)`` taking the request as JSON (a dict or a list)."""
-    second = list(inspect.signature(fn).parameters)[1]
-    model = get_type_hints(fn)[second]
+    model = request_model(fn)
 
     def call(service: Any, body: Any, *args: Any, **kwargs: Any) -> Any:
         return fn(service, parse_body(model, body), *args, **kwargs)
@@ -46,9 +52,8 @@ class _Face:
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._module, name)
         if inspect.iscoroutinefunction(value) or inspect.isasyncgenfunction(value):
-            params = list(inspect.signature(value).parameters)
-            if len(params) > 1:
-                hint = get_type_hints(value).get(params[1])
+            if len(inspect.signature(value).parameters) > 1:
+                hint = request_model(value)
                 if isinstance(hint, type) and issubclass(hint, BaseModel):
                     return with_json(value)
         return value

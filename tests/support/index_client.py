@@ -24,7 +24,7 @@ class IndexClient:
         return await face.delete(self.index, paths)
 
     async def list(self, request: Any = None) -> dict[str, Any]:
-        return await face.list_(self.index, request)
+        return await face.list_(self.index, {} if request is None else request)  # absent: {}, as the envelope reads it
 
     async def drop(self, request: Any) -> dict[str, Any]:
         return await face.drop(self.index, request)
