@@ -87,6 +87,8 @@ class _TextChunks:
         ts, te = self.sizer.trimmed(start, end)
         return ts, self.text[ts:te]
 
+    # -- the sections of the next chunk ---------------------------------------------------------------------
+
     def _update_next_sections(self) -> int:
         """Find the sections the next chunk is made of; returns the lowest index known to fit."""
         sections_out: list[Span] = []
