@@ -67,6 +67,13 @@ export function mountChat(root, options) {
     return div;
   }
 
+  /** Where replies stream to. @type {import("./chat_reply.js").ReplyView} */
+  const view = {
+    newMessage: () => addMessage("assistant", ""),
+    showSpeed: (text) => { ui.stats.textContent = text; },
+    scroll: () => { ui.messages.scrollTop = ui.messages.scrollHeight; },
+  };
+
   /** @param {WebWorkerEngine} engine @param {string} text */
   async function send(engine, text) {
     history.push({ role: "user", content: text });
@@ -74,12 +81,6 @@ export function mountChat(root, options) {
     setGenerating(true);
     ui.stats.textContent = "";
     const before = history.length;
-    /** @type {import("./chat_reply.js").ReplyView} */
-    const view = {
-      newMessage: () => addMessage("assistant", ""),
-      showSpeed: (text) => { ui.stats.textContent = text; },
-      scroll: () => { ui.messages.scrollTop = ui.messages.scrollHeight; },
-    };
     try {
       let request = options.request();
       for (let round = 0; round < MAX_TOOL_ROUNDS; round++) {
