@@ -3,7 +3,11 @@
 // tokens x dimensions (token embedding, positional embedding, final hidden state), and the next
 // token candidates as bars. Token text reaches the charts' tooltips HTML-escaped by ECharts.
 
-const ECHARTS = "../vendor/echarts/echarts.esm.min.mjs";
+import { find } from "./dom.js";
+
+/** @typedef {import("../engine.js").WebWorkerEngine} WebWorkerEngine */
+
+const ECHARTS = "../../vendor/echarts/echarts.esm.min.mjs";
 const ROW_PX = 14;
 
 /** @type {Promise<any>|null} */
@@ -25,23 +29,33 @@ const FIELDS = [
 ];
 
 /**
- * @param {{form: any, prompt: any, fft: any, keep: any, topK: any, show: any, status: any,
- *   charts: any}} ui the panel's elements
+ * Mount the panel on its root (`#insides`).
+ * @param {ParentNode} root
  */
-export function setupInsides(ui) {
-  /** @type {any} the engine (web/engine.js), once a chat model is loaded */
+export function mountInsides(root) {
+  const ui = {
+    form: find(root, "#insides-form", HTMLFormElement),
+    prompt: find(root, "#insides-prompt", HTMLInputElement),
+    fft: find(root, "#insides-fft", HTMLInputElement),
+    keep: find(root, "#insides-keep", HTMLInputElement),
+    topK: find(root, "#insides-top-k", HTMLInputElement),
+    show: find(root, "#insides-show", HTMLButtonElement),
+    status: find(root, "#insides-status", HTMLElement),
+    charts: find(root, "#insides-charts", HTMLElement),
+  };
+  /** @type {WebWorkerEngine|null} the engine, once a chat model is loaded */
   let engine = null;
   /** @type {Map<string, any>} ECharts instances by chart element id */
   const charts = new Map();
 
-  const setStatus = (text, error = false) => {
+  const setStatus = (/** @type {string} */ text, error = false) => {
     ui.status.textContent = text;
     ui.status.classList.toggle("error", error);
   };
 
   /** @param {any} echarts @param {string} id */
   function chart(echarts, id) {
-    const el = document.getElementById(id);
+    const el = find(ui.charts, `#${id}`, HTMLElement);
     let c = charts.get(id);
     if (!c) {
       c = echarts.init(el, null, { renderer: "canvas" });
@@ -55,7 +69,7 @@ export function setupInsides(ui) {
    * @param {number[][]} rows tokens x values @param {string[]} tokens the tokens' text
    */
   function heatmap(echarts, id, title, labels, rows, tokens) {
-    const el = document.getElementById(id);
+    const el = find(ui.charts, `#${id}`, HTMLElement);
     el.style.height = `${Math.max(140, Math.min(rows.length * ROW_PX, 520) + 70)}px`;
     const c = chart(echarts, id);
     c.resize();
@@ -91,7 +105,7 @@ export function setupInsides(ui) {
 
   /** @param {any} echarts @param {any[]} generations */
   function bars(echarts, generations) {
-    const el = document.getElementById("insides-next");
+    const el = find(ui.charts, "#insides-next", HTMLElement);
     el.style.height = "220px";
     const c = chart(echarts, "insides-next");
     c.resize();
@@ -143,14 +157,14 @@ export function setupInsides(ui) {
     }
   }
 
-  ui.form.addEventListener("submit", (/** @type {Event} */ e) => {
+  ui.form.addEventListener("submit", (e) => {
     e.preventDefault();
     show();
   });
   addEventListener("resize", () => charts.forEach((c) => c.resize()));
 
   return {
-    /** A chat model is ready (or gone, with `null`). @param {any} e */
+    /** A chat model is ready (or gone, with `null`). @param {WebWorkerEngine|null} e */
     setEngine(e) {
       engine = e;
       ui.show.disabled = !engine;
