@@ -8,6 +8,10 @@ ONNX export (``onnx/model.onnx``) in the decoder-with-KV-cache layout that
 transformers.js loads.  The ONNX graph is checked against PyTorch before the
 folder is published (atomically, via a temporary sibling directory).
 
+The parts, in build order: ``tiny_chat_docs`` (docstrings mined), ``tiny_chat_corpus``
+(conversations), ``tiny_chat_tokenizer``, ``tiny_chat_training``, ``tiny_chat_onnx`` (export and
+check); ``tiny_chat_spec`` holds what they share.  This module runs them and checks the result.
+
 Usage: ``python -m buildtools.tiny_chat OUT_DIR``
 """
 
