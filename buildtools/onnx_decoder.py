@@ -16,7 +16,7 @@ import onnx
 import onnxruntime as ort
 import torch
 
-from .tiny_chat import OnnxDecoder
+from .traceable_decoder import OnnxDecoder
 
 ONNX_OPSET = 17
 MAX_LOGIT_DIFF = 1e-4

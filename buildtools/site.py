@@ -88,7 +88,8 @@ def build_models() -> dict[str, Path]:
     gguf_sources = [here / "smollm2.py", here / "gguf_import.py", here / "onnx_decoder.py"]
     return {
         smollm2.MODEL_ID: cached_build(smollm2.MODEL_ID, gguf_sources, smollm2.build),
-        "tiny-chat": cached_build("tiny-chat", [here / "tiny_chat.py", here / "tiny_chat_tools.py"], tiny_chat.build),
+        "tiny-chat": cached_build("tiny-chat", [*sorted(here.glob("tiny_chat*.py")), here / "traceable_decoder.py"],
+                                  tiny_chat.build),
         "all-minilm-l6-v2": cached_build("all-minilm-l6-v2", [here / "minilm.py"], minilm.build),
         "tiny-gpt2": cached_build("tiny-gpt2", [here / "tiny_gpt2.py", here / "onnx_decoder.py"], tiny_gpt2.build),
     }
