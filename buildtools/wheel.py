@@ -7,8 +7,9 @@ import hashlib
 import zipfile
 from pathlib import Path
 
-# Modules that run only in CPython (they import numpy/onnxruntime); the browser wheel omits them.
-CPYTHON_ONLY = {"cpython_backend.py"}
+# Paths under py/csi that run only in CPython, left out of the browser wheel: the CPython backend
+# (numpy, onnxruntime, tokenizers) and the local runtime with its host (threads, local folders).
+CPYTHON_ONLY = ("backends/cpython", "backends/local_host.py", "local.py")
 
 
 def _record_line(name: str, data: bytes) -> str:
@@ -16,13 +17,19 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
+def browser_modules(package_dir: Path) -> list[str]:
+    """The modules the browser wheel holds: paths relative to ``package_dir``, sorted."""
+    found = []
+    for path in sorted(package_dir.rglob("*.py")):
+        rel = path.relative_to(package_dir).as_posix()
+        if "__pycache__" not in path.parts and not any(rel == p or rel.startswith(f"{p}/") for p in CPYTHON_ONLY):
+            found.append(rel)
+    return found
+
+
 def build_wheel(package_dir: Path, version: str, out_dir: Path) -> Path:
     """Write ``csi-<version>-py3-none-any.whl`` from ``package_dir``; deterministic bytes."""
-    files: list[tuple[str, bytes]] = []
-    for path in sorted(package_dir.rglob("*.py")):
-        if path.name in CPYTHON_ONLY or "__pycache__" in path.parts:
-            continue
-        files.append((f"csi/{path.relative_to(package_dir).as_posix()}", path.read_bytes()))
+    files = [(f"csi/{rel}", (package_dir / rel).read_bytes()) for rel in browser_modules(package_dir)]
     dist_info = f"csi-{version}.dist-info"
     metadata = (f"Metadata-Version: 2.1\nName: csi\nVersion: {version}\n"
                 "Summary: csi-web's Python engine (browser build)\nRequires-Dist: pydantic>=2.14\n").encode()

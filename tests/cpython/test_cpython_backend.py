@@ -14,7 +14,9 @@ from transformers.generation.logits_process import (
     TopPLogitsWarper,
 )
 
-from csi.backends.cpython import CPythonBackend, Mulberry32, candidates
+from csi.backends.cpython import CPythonBackend
+from csi.backends.cpython.logits import candidates
+from csi.backends.cpython.mulberry32 import Mulberry32
 from csi.core.backend import SamplingParams
 from csi.core.engine import Engine
 from tests.support.aio import run_async

@@ -12,7 +12,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from csi.backends.cpython import CPythonBackend, process_logits, token_logprobs
+from csi.backends.cpython import CPythonBackend
+from csi.backends.cpython.logits import process_logits, token_logprobs
 from csi.core.backend import SamplingParams
 from csi.core.engine import Engine
 from csi.core.request import MIN_LOGPROB

@@ -9,7 +9,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from csi.backends.cpython import CPythonBackend, candidates, process_logits
+from csi.backends.cpython import CPythonBackend
+from csi.backends.cpython.logits import candidates, process_logits
 from csi.core.backend import SamplingParams
 from csi.core.engine import Engine
 from tests.support.aio import run_async

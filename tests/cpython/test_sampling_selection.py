@@ -1,5 +1,5 @@
 """worker/sampling.js draws by selection, not by sorting: the same tokens, kept sets and log-probabilities
-as the sorting reference (csi.backends.cpython, numpy), for the same seed, at real vocabulary sizes and
+as the sorting reference (csi.backends.cpython.logits, numpy), for the same seed, at real vocabulary sizes and
 on the distributions that used to be slow (flat), with ties, masks and every knob."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from csi.backends.cpython import Mulberry32, candidates, sample, token_logprobs
+from csi.backends.cpython.logits import candidates, sample, token_logprobs
+from csi.backends.cpython.mulberry32 import Mulberry32
 from csi.core.backend import SamplingParams
 from tests.support.paths import ROOT
 

@@ -8,7 +8,7 @@ import random
 import pytest
 from tokenizers import Tokenizer, decoders, models, normalizers
 
-from csi.backends.cpython import _token_bytes
+from csi.backends.cpython.tokenizer_json import read_token_bytes
 from csi.core.detokenize import ByteDecoder
 from csi.core.token_bytes import build_token_bytes
 from tests.support.paths import MODELS
@@ -23,7 +23,7 @@ def stream_text(table, ids: list[int]) -> str:
 
 def test_tiny_chat_byte_level_table_decodes_like_hf():
     tok = Tokenizer.from_file(str(MODELS / "tiny-chat" / "tokenizer.json"))
-    table = _token_bytes(MODELS / "tiny-chat" / "tokenizer.json")
+    table = read_token_bytes(MODELS / "tiny-chat" / "tokenizer.json")
     assert table is not None
     rng = random.Random(5)
     for text in TEXTS:

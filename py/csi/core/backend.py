@@ -1,4 +1,5 @@
-"""The one protocol through which the engine runs models, and the plain data it exchanges."""
+"""The port through which the engine runs models, split by role (loading, tokenizers, generation,
+embeddings, insides) with ``Backend`` their union, and the plain data it exchanges."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from .guts import GutsArrays
 from .request import SamplingParams
 from .token_bytes import TokenBytes
 
-__all__ = ["Backend", "Embeddings", "ModelInfo", "ModelKind", "ProgressFn", "SamplingParams", "StepResult",
-           "reusable_prefix"]
+__all__ = ["Backend", "Embedder", "Embeddings", "Generation", "Insides", "Loading", "ModelInfo", "ModelKind",
+           "ProgressFn", "SamplingParams", "StepResult", "Tokenizers", "reusable_prefix"]
 
 ModelKind = Literal["chat", "embedding"]
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -51,7 +52,7 @@ class Embeddings:
 
 def reusable_prefix(cached: list[int], ids: list[int]) -> int:
     """How many leading tokens of a cache holding ``cached`` a prompt ``ids`` can keep: their common
-    prefix, never all of ``ids`` (what ``Backend.reuse_prefix`` keeps)."""
+    prefix, never all of ``ids`` (what ``Generation.reuse_prefix`` keeps)."""
     n = min(len(cached), len(ids) - 1)
     i = 0
     while i < n and cached[i] == ids[i]:
@@ -59,13 +60,8 @@ def reusable_prefix(cached: list[int], ids: list[int]) -> int:
     return i
 
 
-class Backend(Protocol):
-    """Model execution: tokenizers, forward passes with a backend-side KV cache, sampling.
-
-    One KV cache per loaded chat model, owned here: ``reuse_prefix`` fits it to a new prompt,
-    ``step`` appends tokens to it and returns the next token chosen with the parameters last given
-    to ``set_sampling``.
-    """
+class Loading(Protocol):
+    """Loading and unloading models, and which models load without the network."""
 
     async def load_model(self, model_id: str, device: str, progress: ProgressFn | None,
                          hub: str | None = None) -> ModelInfo:
@@ -79,6 +75,15 @@ class Backend(Protocol):
 
     async def unload_model(self, model_id: str) -> None: ...
 
+    def builtin_models(self) -> tuple[str, ...]:
+        """Model ids this backend can load without the network."""
+        ...
+
+
+class Tokenizers(Protocol):
+    """Text to token ids and back: the loaded models' tokenizers and chat templates, and token counters
+    for models that need not be loaded."""
+
     def chat_template(self, model_id: str) -> str | None:
         """The model's chat template (its source), if it has one."""
         ...
@@ -91,11 +96,6 @@ class Backend(Protocol):
         as ``enable_thinking``)."""
         ...
 
-    async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:
-        """Compile ``grammar`` for this model's vocabulary (xgrammar) unless it is cached. Raise
-        ``GrammarError`` with the compiler's message."""
-        ...
-
     def encode(self, model_id: str, text: str, add_special_tokens: bool = False) -> list[int]:
         """Token ids of ``text``; with ``add_special_tokens`` what the tokenizer adds (a BOS, say)."""
         ...
@@ -106,6 +106,28 @@ class Backend(Protocol):
 
     def token_bytes(self, model_id: str) -> TokenBytes | None:
         """The bytes of every token (``None`` if the tokenizer's decoder is not byte-exact)."""
+        ...
+
+    async def load_tokenizer(self, model_id: str) -> None:
+        """Make ``count_tokens`` work for ``model_id`` (a loaded or built-in model); idempotent."""
+        ...
+
+    def count_tokens(self, model_id: str, texts: list[str]) -> list[int]:
+        """Token counts of ``texts`` without special tokens, one batch per call."""
+        ...
+
+
+class Generation(Protocol):
+    """Forward passes over a backend-side KV cache and the choice of each next token.
+
+    One KV cache per loaded chat model, owned here: ``reuse_prefix`` fits it to a new prompt,
+    ``step`` appends tokens to it and returns the next token chosen with the parameters last given
+    to ``set_sampling``.
+    """
+
+    async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:
+        """Compile ``grammar`` for this model's vocabulary (xgrammar) unless it is cached. Raise
+        ``GrammarError`` with the compiler's message."""
         ...
 
     def reuse_prefix(self, model_id: str, ids: list[int]) -> int:
@@ -133,11 +155,19 @@ class Backend(Protocol):
         """Run ``ids`` through the model after the cached tokens and choose the next token."""
         ...
 
+
+class Embedder(Protocol):
+    """Sentence embeddings from an embedding model."""
+
     async def embed(self, model_id: str, texts: list[str]) -> Embeddings: ...
 
     async def embed_ids(self, model_id: str, ids: list[list[int]]) -> Embeddings:
         """Embed token ids as they are (no special tokens added), pooled and normalized as ``embed``."""
         ...
+
+
+class Insides(Protocol):
+    """A chat model's intermediate tensors, for the insides view."""
 
     async def guts(self, model_id: str, ids: list[int], *, fft: bool, keep: int, top_k: int) -> GutsArrays:
         """Run ``ids`` (no cache) through a session of the model that also outputs the tensors
@@ -146,14 +176,7 @@ class Backend(Protocol):
         ``ModelNotSupportedError`` when the graph lacks them."""
         ...
 
-    def builtin_models(self) -> tuple[str, ...]:
-        """Model ids this backend can load without the network."""
-        ...
 
-    async def load_tokenizer(self, model_id: str) -> None:
-        """Make ``count_tokens`` work for ``model_id`` (a loaded or built-in model); idempotent."""
-        ...
-
-    def count_tokens(self, model_id: str, texts: list[str]) -> list[int]:
-        """Token counts of ``texts`` without special tokens, one batch per call."""
-        ...
+class Backend(Loading, Tokenizers, Generation, Embedder, Insides, Protocol):
+    """Model execution, every role in one object: what an adapter implements and the composition root
+    (``csi.runtime``) receives; each consumer asks only for the roles it uses."""

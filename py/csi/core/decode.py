@@ -8,13 +8,17 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from .backend import Backend, ModelInfo, StepResult
+from .backend import Generation, ModelInfo, StepResult, Tokenizers
 from .detokenize import ByteDecoder, IncrementalDecoder
 from .request import GenerationParams
 from .stop_text import StopMatcher
 from .token_bytes import TokenBytes
 
 FinishReason = Literal["stop", "length", "abort"]
+
+
+class DecodingBackend(Generation, Tokenizers, Protocol):
+    """The roles the decode loop uses: generation, and the tokenizer when token bytes are unknown."""
 
 
 class Stopper(Protocol):
@@ -78,7 +82,7 @@ class GenerationStats:
 
 
 async def decode(
-    backend: Backend,
+    backend: DecodingBackend,
     model: ModelInfo,
     prompt_ids: list[int],
     params: GenerationParams,

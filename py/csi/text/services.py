@@ -4,9 +4,9 @@ language data from the host (fetched once per language, only when asked for)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from ..core.backend import Backend
+from ..core.backend import Loading, Tokenizers
 from ..core.host import LanguageSource
 from ..errors import InvalidInputError, ModelNotSupportedError
 
@@ -14,10 +14,14 @@ if TYPE_CHECKING:
     from .language import LanguageModels
 
 
+class TokenCounting(Loading, Tokenizers, Protocol):
+    """The roles text services use: tokenizers (counting) and loading (which models are built in)."""
+
+
 class TextServices:
     """The CSI ``chunking`` and ``language`` interfaces; errors name their own arguments."""
 
-    def __init__(self, backend: Backend, languages: LanguageSource,
+    def __init__(self, backend: TokenCounting, languages: LanguageSource,
                  loaded_models: Callable[[], Collection[str]]) -> None:
         self.backend = backend
         self.language_source = languages

@@ -1,0 +1,78 @@
+"""The generation role of the CPython backend: forward passes over the KV cache it keeps, and the
+choice of each next token (the steps of ``csi.backends.cpython.sampling``)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ...core.backend import SamplingParams, StepResult, reusable_prefix
+from ...core.grammar import Grammar
+from .grammars import Grammars
+from .models import ModelTable, chat_feeds
+from .mulberry32 import Mulberry32
+from .sampling import BREAKDOWN_KEYS, StepState, run_steps
+
+
+class CPythonGeneration(ModelTable):
+    """``Generation`` over onnxruntime (CPU), sampling as worker/sampling.js does."""
+
+    async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:
+        m = self._chat(model_id)
+        if m.grammars is None:
+            assert m.grammar_args is not None
+            m.grammars = Grammars(*m.grammar_args)
+        m.grammars.compiled(grammar)
+
+    def reuse_prefix(self, model_id: str, ids: list[int]) -> int:
+        m = self._chat(model_id)
+        n = reusable_prefix(m.sequence, ids)
+        if n < len(m.sequence):
+            m.past = {k: v[:, :, :n] for k, v in m.past.items()} if n else {}
+            m.sequence = m.sequence[:n]
+        return n
+
+    def set_sampling(self, model_id: str, params: SamplingParams) -> None:
+        m = self._chat(model_id)
+        m.sampling, m.rng, m.counts, m.matcher = params, Mulberry32(params.seed), {}, None
+        m.breakdown = {k: [] for k in BREAKDOWN_KEYS}
+        if params.grammar is not None:
+            assert m.grammars is not None, "compile_grammar comes first"
+            m.matcher = m.grammars.xgr.GrammarMatcher(m.grammars.compiled(params.grammar))
+            m.bitmask = m.grammars.xgr.allocate_token_bitmask(1, m.grammars.vocab_size)
+
+    def latency_breakdown(self, model_id: str) -> dict[str, list[float]]:
+        return {k: list(v) for k, v in self._chat(model_id).breakdown.items()}
+
+    def next_choice(self, model_id: str) -> None:
+        m = self._chat(model_id)
+        m.counts = {}
+        if m.matcher is not None:
+            m.matcher.reset()
+
+    def forward(self, model_id: str, ids: list[int]) -> np.ndarray:
+        """Run ``ids`` after the cache; keep the new cache; return the last position's logits."""
+        m = self._chat(model_id)
+        feeds = chat_feeds(m, ids, len(m.sequence))
+        names = [o.name for o in m.session.get_outputs()]
+        outputs = dict(zip(names, m.session.run(names, feeds), strict=True))
+        m.past = {k.replace("present", "past_key_values"): v for k, v in outputs.items() if k.startswith("present")}
+        m.sequence += ids
+        return outputs["logits"][0, -1].astype(np.float32)
+
+    async def step(self, model_id: str, ids: list[int]) -> StepResult:
+        m = self._chat(model_id)
+        t0 = time.perf_counter()
+        logits = self.forward(model_id, ids)
+        t1 = time.perf_counter()
+        state = StepState(m.sampling, logits, m.sequence, m.counts, m.rng, m.matcher, m.bitmask)
+        seconds = run_steps(state)
+        total = time.perf_counter() - t1
+        assert state.result is not None
+        penalty = seconds["penalize"] + seconds["bias"]  # WebLLM's penaltyTime covers the bias too
+        for key, value in (("forwardTime", t1 - t0), ("logitProcessorTime", 0.0),
+                           ("grammarBitmaskTime", state.grammar_s), ("penaltyTime", penalty), ("logitBiasTime", 0.0),
+                           ("sampleTime", total - state.grammar_s - penalty), ("totalTime", total)):
+            m.breakdown[key].append(value)
+        return state.result

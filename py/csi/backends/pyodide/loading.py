@@ -1,0 +1,48 @@
+"""The loading role of the Pyodide backend: models loaded by the bridge (transformers.js)."""
+
+from __future__ import annotations
+
+from json import loads
+from typing import Any
+
+from pyodide.ffi import JsException, create_proxy
+
+from ...core.backend import ModelInfo, ProgressFn
+from ...errors import ModelLoadError
+from .bridge_state import BridgeState
+
+
+class PyodideLoading(BridgeState):
+    """``Loading`` over the bridge: built-in models from the site, others from the Hub."""
+
+    async def load_model(self, model_id: str, device: str, progress: ProgressFn | None,
+                         hub: str | None = None) -> ModelInfo:
+        def on_progress(p: Any) -> None:
+            if progress is not None:
+                progress(p.to_py())
+
+        callback = create_proxy(on_progress)
+        try:
+            info = loads(await self._bridge.loadModel(model_id, device, callback, None, hub))
+        except JsException as exc:
+            raise ModelLoadError(f"could not load model {model_id!r}: {exc.message}", "model") from None
+        finally:
+            callback.destroy()
+        self._eos[model_id] = tuple(info["eos_token_ids"])
+        return ModelInfo(
+            model_id=model_id,
+            kind=info["kind"],
+            context_length=int(info["context_length"]),
+            eos_token_ids=tuple(info["eos_token_ids"]),
+            vocab_size=int(info["vocab_size"]),
+        )
+
+    def cancel_loads(self) -> None:
+        self._bridge.abortLoads()
+
+    async def unload_model(self, model_id: str) -> None:
+        self._guts.pop(model_id, None)
+        await self._bridge.unloadModel(model_id)
+
+    def builtin_models(self) -> tuple[str, ...]:
+        return tuple(self._bridge.builtinModels())
