@@ -85,13 +85,14 @@ def build_models() -> dict[str, Path]:
     from . import minilm, smollm2, tiny_chat, tiny_gpt2
 
     here = Path(__file__).parent
-    gguf_sources = [here / "smollm2.py", here / "gguf_import.py", here / "onnx_decoder.py", here / "traceable_decoder.py"]
+    decoder = [here / "onnx_decoder.py", here / "traceable_decoder.py"]
+    gguf_sources = [here / "smollm2.py", here / "gguf_import.py", *decoder]
     return {
         smollm2.MODEL_ID: cached_build(smollm2.MODEL_ID, gguf_sources, smollm2.build),
         "tiny-chat": cached_build("tiny-chat", [*sorted(here.glob("tiny_chat*.py")), here / "traceable_decoder.py"],
                                   tiny_chat.build),
         "all-minilm-l6-v2": cached_build("all-minilm-l6-v2", [here / "minilm.py"], minilm.build),
-        "tiny-gpt2": cached_build("tiny-gpt2", [here / "tiny_gpt2.py", here / "onnx_decoder.py", here / "traceable_decoder.py"], tiny_gpt2.build),
+        "tiny-gpt2": cached_build("tiny-gpt2", [here / "tiny_gpt2.py", *decoder], tiny_gpt2.build),
     }
 
 
@@ -123,7 +124,8 @@ def build_bench_models() -> dict[str, Path]:
     from . import bench_models
 
     here = Path(__file__).parent
-    sources = [here / "bench_models.py", here / "tiny_qwen2.py", here / "tiny_gpt2.py", here / "onnx_decoder.py", here / "traceable_decoder.py"]
+    sources = [here / "bench_models.py", here / "tiny_qwen2.py", here / "tiny_gpt2.py", here / "onnx_decoder.py",
+               here / "traceable_decoder.py"]
     return {shape.repo_id: cached_build("bench-" + shape.repo_id.split("/")[1], sources,
                                         lambda out, shape=shape: bench_models.build(shape, out))  # type: ignore[misc]
             for shape in bench_models.SHAPES}
