@@ -1,5 +1,5 @@
 """Entry point for worker/worker.js: a ``WorkerApp`` whose runtime runs on the JS bridge and host
-(``csi.backends.pyodide``, the one module that imports pyodide)."""
+(``csi.backends.pyodide``, the one package that imports pyodide)."""
 
 from __future__ import annotations
 
