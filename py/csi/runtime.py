@@ -12,7 +12,6 @@ from .core.backend import Backend
 from .core.engine import Engine
 from .core.host import Host
 from .index.store import IndexStore
-from .sdk.csi import Csi
 from .skills.engine_csi import EngineCsi, RunSync, loop_run_sync
 from .skills.registry import SkillRegistry, SkillRunner
 from .text.services import TextServices
@@ -50,7 +49,7 @@ class Runtime:
 def threaded_runner(runtime: Runtime) -> SkillRunner:
     """For CPython: the skill runs in a thread and waits on the engine's loop for each CSI call."""
 
-    async def run(body: Callable[[Csi], bytes]) -> bytes:
+    async def run(body: Callable[[EngineCsi], bytes]) -> bytes:
         csi = runtime.csi(loop_run_sync(asyncio.get_running_loop()))
         return await asyncio.to_thread(body, csi)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from csi.core.scope import Scope
 from csi.index.service import DocumentIndex, Progress
 from tests.support.faces import index as face
 
@@ -15,10 +16,10 @@ class IndexClient:
         self.index = index
 
     async def create_index(self, request: Any, progress: Progress | None = None) -> dict[str, Any]:
-        return await face.create(self.index, request, progress)
+        return await face.create(self.index, request, Scope(progress=progress))
 
     async def put(self, documents: Any, progress: Progress | None = None) -> dict[str, int]:
-        return await face.put(self.index, documents, progress)
+        return await face.put(self.index, documents, Scope(progress=progress))
 
     async def delete(self, paths: Any) -> list[bool]:
         return await face.delete(self.index, paths)

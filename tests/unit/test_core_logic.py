@@ -9,6 +9,7 @@ import pytest
 from csi.backends.local_host import LocalHost
 from csi.core.detokenize import IncrementalDecoder
 from csi.core.engine import Engine
+from csi.core.scope import Scope
 from csi.core.stop_text import StopMatcher
 from csi.errors import ContextWindowExceededError, InvalidInputError, ModelNotSupportedError, blame
 from csi.faces.openai.responses import ChatCompletionChunk
@@ -144,7 +145,7 @@ def test_interrupt_and_cancel_end_with_abort_and_free_the_model():
 
     async def scenario():
         got = []
-        async for c in chat_completion_stream(engine, {"messages": USER, "stream": True}, "req-1"):
+        async for c in chat_completion_stream(engine, {"messages": USER, "stream": True}, Scope("req-1")):
             got.append(c)
             if len(got) == 3:
                 engine.abort("req-1")

@@ -5,6 +5,7 @@
  * @typedef {import("../engine.js").ChatCompletionRequest} ChatCompletionRequest
  * @typedef {import("../engine.js").ChatCompletionChunk} ChatCompletionChunk
  * @typedef {import("../engine.js").ChatCompletionMessageParam} ChatCompletionMessageParam
+ * @typedef {Extract<ChatCompletionMessageParam, {role: "assistant"}>} AssistantMessageParam
  * @typedef {import("../engine.js").ChatCompletionMessageToolCall} ChatCompletionMessageToolCall
  * @typedef {object} ReplyView where the chat shows a reply
  * @property {() => HTMLElement} newMessage adds an empty assistant message (a `.body` span inside)
@@ -18,7 +19,7 @@
  * `shown`.
  * @param {import("../engine.js").WebWorkerEngine} engine @param {ReplyView} view
  * @param {ChatCompletionRequest} request
- * @returns {Promise<{message: ChatCompletionMessageParam, finish: string|null}>}
+ * @returns {Promise<{message: AssistantMessageParam, finish: string|null}>}
  */
 export async function streamReply(engine, view, request) {
   const div = view.newMessage();
@@ -59,7 +60,7 @@ export async function streamReply(engine, view, request) {
       view.scroll();
     }
     div.dataset.finish = finish ?? "";
-    /** @type {ChatCompletionMessageParam} */
+    /** @type {AssistantMessageParam} */
     const message = { role: "assistant", content: calls.length && !reply.trim() ? null : reply };
     if (calls.length) message.tool_calls = calls;
     return { message, finish };

@@ -9,9 +9,8 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any, cast
+from typing import cast
 
 from ..errors import ContextWindowExceededError, InvalidInputError, ModelLoadError, ModelNotSupportedError
 from .backend import Backend, Embeddings, ModelInfo, ProgressFn
@@ -19,19 +18,13 @@ from .decode import GenerationStats, decode
 from .generation import ChoiceEvent, Generation, Guts
 from .grammar import GrammarError, compiler_message
 from .request import GenerationRequest
+from .scope import Scope
 from .token_bytes import TokenBytes
 from .tools import detect_format, template_messages, tool_grammar
 
 MAX_MODELS = 8
 MAX_ABORTED = 1024
 
-MESSAGE: ContextVar[tuple[str | None, int] | None] = ContextVar("csi_message", default=None)
-"""The page message a task serves: its id and the interrupt epoch when it arrived (set by the
-worker's envelope). Every generation it starts, batch items included, is cancelled by that id
-and interrupted by any ``interrupt()`` after its arrival, even while it waits for the model."""
-PROGRESS: ContextVar[Callable[[dict[str, Any]], None] | None] = ContextVar("csi_progress", default=None)
-"""Where the message a task serves reports progress (set by the worker's envelope): a request
-that must wait for a model another request holds reports ``{stage: "queued", waiting_for}``."""
 HUB_URL = re.compile(r"https?://[^\s/?#]+(/[^\s?#]*)?", re.ASCII)
 """A Hub mirror's base URL; the length is checked separately."""
 MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?")
@@ -136,14 +129,14 @@ class Engine:
             if not waker.done():
                 waker.set_result(None)
 
-    async def _acquire(self, model_id: str, key: str, cancelled: Callable[[], bool]) -> bool:
+    async def _acquire(self, model_id: str, key: str, cancelled: Callable[[], bool], scope: Scope | None) -> bool:
         """Take the model's lock in turn, and hold it as ``key``; ``False`` (and no lock) when the
         request is cancelled while it waits. A wait is reported as ``queued`` progress."""
         lock = self._locks[model_id]
         if not lock.locked():
             await lock.acquire()
         else:
-            self._report_queued(model_id, key)
+            self._report_queued(model_id, key, scope)
             acquiring = asyncio.ensure_future(lock.acquire())
             try:
                 while not acquiring.done():
@@ -171,22 +164,21 @@ class Engine:
         self._holders.pop(model_id, None)
         self._locks[model_id].release()
 
-    def _report_queued(self, model_id: str, key: str) -> None:
+    def _report_queued(self, model_id: str, key: str, scope: Scope | None) -> None:
         holder = self._holders.get(model_id)
-        report = PROGRESS.get()
+        report = scope.progress if scope else None
         if report is not None and holder != key:
             report({"stage": "queued", "file": None, "loaded": 0, "total": 1, "model": model_id,
                     "waiting_for": holder})
 
-    def _message_key(self) -> str:
-        """The id of the page message the running task serves (or one of its own): what cancels it."""
-        message = MESSAGE.get()
-        return message[0] if message and message[0] is not None else f"run-{next(self._run_ids)}"
+    def _key(self, scope: Scope | None) -> str:
+        """The id of the page message the work serves (or one of its own): what cancels it."""
+        return scope.request_id if scope and scope.request_id is not None else f"run-{next(self._run_ids)}"
 
     @asynccontextmanager
-    async def _holding(self, model_id: str) -> AsyncIterator[None]:
+    async def _holding(self, model_id: str, scope: Scope | None) -> AsyncIterator[None]:
         """The model's lock, in turn, for work that is not cut half-way (embeddings, insides)."""
-        await self._acquire(model_id, self._message_key(), lambda: False)
+        await self._acquire(model_id, self._key(scope), lambda: False, scope)
         try:
             yield
         finally:
@@ -261,7 +253,8 @@ class Engine:
 
     # ---- insides -------------------------------------------------------------------------------
 
-    async def guts(self, model: ModelInfo, prompt: str, *, fft: bool, keep: int, top_k: int) -> Guts:
+    async def guts(self, model: ModelInfo, prompt: str, *, fft: bool, keep: int, top_k: int,
+                   scope: Scope | None = None) -> Guts:
         """Each prompt token's embeddings and final-norm hidden state, and the ``top_k`` most likely
         next tokens, in turn with the model's other requests (params ``prompt``, ``top_k_logits``)."""
         ids = self._backend.encode(model.model_id, prompt, add_special_tokens=True)
@@ -274,13 +267,14 @@ class Engine:
         if model.vocab_size and top_k > model.vocab_size:
             raise InvalidInputError(f"`top_k_logits` is {top_k}; the vocabulary has {model.vocab_size} tokens",
                                     "top_k_logits")
-        async with self._holding(model.model_id):
+        async with self._holding(model.model_id, scope):
             arrays = await self._backend.guts(model.model_id, ids, fft=fft, keep=keep, top_k=top_k)
         return Guts(ids, arrays)
 
     # ---- embeddings ----------------------------------------------------------------------------
 
-    async def embed(self, model: ModelInfo, texts: list[str] | list[list[int]]) -> Embeddings:
+    async def embed(self, model: ModelInfo, texts: list[str] | list[list[int]],
+                    scope: Scope | None = None) -> Embeddings:
         """Sentence embeddings from a loaded embedding model, in turn with the model's other requests:
         of texts, or of token id lists taken as they are (param ``input``: ids outside the
         vocabulary, a list longer than the model's context)."""
@@ -296,9 +290,9 @@ class Engine:
                 if outside is not None:
                     raise InvalidInputError(f"token {outside} is outside the vocabulary of {model.model_id!r} "
                                             f"(0 to {model.vocab_size - 1})", "input")
-            async with self._holding(model.model_id):
+            async with self._holding(model.model_id, scope):
                 return await self._backend.embed_ids(model.model_id, rows)
-        async with self._holding(model.model_id):
+        async with self._holding(model.model_id, scope):
             return await self._backend.embed(model.model_id, cast(list[str], texts))
 
     # ---- the one generation path ---------------------------------------------------------------
@@ -307,7 +301,7 @@ class Engine:
         """The text of token ids, special tokens left out (an echoed token prompt, as vLLM echoes it)."""
         return self._backend.decode(model.model_id, ids)
 
-    def generate(self, request: GenerationRequest, request_id: str | None = None) -> Generation:
+    def generate(self, request: GenerationRequest, scope: Scope | None = None) -> Generation:
         """Accept ``request``: resolve the model, check the parameters against it, render the prompt
         and check it against the context window. Iterate the result to run it."""
         model = self.resolve_model(request.model, "chat")
@@ -355,7 +349,7 @@ class Engine:
             # the grammar decides where the reply ends: stop strings could cut it short
             params = replace(params, stop=(), ignore_eos=False)
         return Generation(self._run, lambda token: self.token_bytes(model.model_id, token), model, ids, params,
-                          request.n, request_id, request.tools, tool_format)
+                          request.n, scope, request.tools, tool_format)
 
     async def _compile(self, gen: Generation) -> float | None:
         """Compile the request's grammar; the seconds it took (``None``: no grammar)."""
@@ -377,15 +371,15 @@ class Engine:
         choice with ``abort`` and skip the rest.
         """
         model, n = gen.model, gen.n
-        message = MESSAGE.get()
-        key = gen.request_id or self._message_key()
-        epoch = message[1] if message else self._interrupt_epoch
+        scope = gen.scope
+        key = self._key(scope)
+        epoch = scope.epoch if scope and scope.epoch is not None else self._interrupt_epoch
 
         def cancelled() -> bool:
             return self._interrupt_epoch != epoch or key in self._aborted
 
         try:
-            if not await self._acquire(model.model_id, key, cancelled):
+            if not await self._acquire(model.model_id, key, cancelled, scope):
                 for index in range(n):  # cut before it started
                     yield ChoiceEvent(index, None, GenerationStats(prompt_tokens=len(gen.prompt_ids),
                                                                    finish_reason="abort"))
@@ -414,5 +408,5 @@ class Engine:
             finally:
                 self._release(model.model_id)
         finally:
-            if message is None:  # the envelope forgets a message's id once it is answered
+            if scope is None or scope.request_id is None:  # the envelope forgets a message's id once answered
                 self._aborted.pop(key, None)

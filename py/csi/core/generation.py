@@ -10,6 +10,7 @@ from .backend import ModelInfo, StepResult
 from .decode import FinishReason, GenerationStats, TextDelta
 from .guts import GutsArrays
 from .request import GenerationParams, Tool
+from .scope import Scope
 from .tools import RepeatedCallStop, ToolCallParser, ToolFormat
 
 
@@ -64,7 +65,7 @@ class Generation:
 
     def __init__(self, run: Callable[[Generation], AsyncIterator[ChoiceEvent]], token_bytes: Callable[[int], bytes],
                  model: ModelInfo, prompt_ids: list[int], params: GenerationParams,
-                 n: int, request_id: str | None, tools: tuple[Tool, ...] = (),
+                 n: int, scope: Scope | None, tools: tuple[Tool, ...] = (),
                  tool_format: ToolFormat | None = None) -> None:
         """``run`` streams the generation (the engine's), ``token_bytes`` gives one token's bytes."""
         self._run = run
@@ -73,7 +74,7 @@ class Generation:
         self.prompt_ids = prompt_ids
         self.params = params
         self.n = n
-        self.request_id = request_id
+        self.scope = scope
         self.tools = tools
         self.tool_format = tool_format
         """Set when the reply may hold tool calls (tools given, ``tool_choice`` not ``none``)."""

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from ..core.engine import Engine
 from ..core.request import GenerationParams, GenerationRequest, SamplingParams
+from ..core.scope import Scope
 from ..errors import blame
 from ..wire import MAX_BATCH, Strict
 
@@ -44,7 +45,7 @@ class GenerationalGutsRequest(Strict):
     model: str | None = None
 
 
-async def generate(engine: Engine, req: GenerateRequest) -> dict[str, Any]:
+async def generate(engine: Engine, req: GenerateRequest, scope: Scope | None = None) -> dict[str, Any]:
     """``RemoteLLM.Generate``: one greedy generation per prompt, on the one chat model loaded.
 
     The API key is accepted and ignored: the model runs in this browser.
@@ -53,7 +54,7 @@ async def generate(engine: Engine, req: GenerateRequest) -> dict[str, Any]:
     out = []
     for i, one in enumerate(req.to_generation_requests(model)):
         with blame(f"prompts[{i}]", prompt=""):
-            gen = engine.generate(one)
+            gen = engine.generate(one, scope)
         [r] = await gen.collect()
         info = {"finish_reason": r.stats.finish_reason, "prompt_tokens": r.stats.prompt_tokens,
                 "completion_tokens": r.stats.completion_tokens, "model": model}
@@ -66,12 +67,13 @@ async def llm_type(engine: Engine, req: LlmTypeRequest) -> dict[str, Any]:
     return {"llm_type": f"csi-web:{engine.resolve_model(None, 'chat').model_id}"}
 
 
-async def generational_guts(engine: Engine, req: GenerationalGutsRequest) -> dict[str, Any]:
+async def generational_guts(engine: Engine, req: GenerationalGutsRequest,
+                            scope: Scope | None = None) -> dict[str, Any]:
     """``RemoteLLM.GenerationalGuts``: each prompt token's embeddings and last hidden state, and the
     ``top_k_logits`` most likely next tokens (raw ``logit``, and ``probability`` as an extension)."""
     model = engine.resolve_model(req.model, "chat")
     guts = await engine.guts(model, req.prompt, fft=req.fft_embeddings, keep=req.embedding_trunkation,
-                             top_k=req.top_k_logits)
+                             top_k=req.top_k_logits, scope=scope)
     tokens = [{"token": engine.token_text(model.model_id, t), "token_id": t, "positional_embedding": p,
                "token_embedding": e, "hidden_state": h}
               for t, p, e, h in zip(guts.ids, guts.arrays.positional_embedding, guts.arrays.token_embedding,

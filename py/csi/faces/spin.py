@@ -9,6 +9,7 @@ from pydantic import Field
 
 from ..core.engine import Engine
 from ..core.request import GenerationParams, GenerationRequest, SamplingParams
+from ..core.scope import Scope
 from ..wire import RepetitionPenalty, Strict
 
 
@@ -43,9 +44,9 @@ class EmbeddingsRequest(Strict):
     text: list[str]
 
 
-async def infer(engine: Engine, req: InferRequest) -> dict[str, Any]:
+async def infer(engine: Engine, req: InferRequest, scope: Scope | None = None) -> dict[str, Any]:
     """``llm.infer``: the raw prompt, Spin's defaults when ``params`` is absent."""
-    [r] = await engine.generate(req.to_generation_request()).collect()
+    [r] = await engine.generate(req.to_generation_request(), scope).collect()
     return {
         "text": r.text,
         "finish_reason": r.stats.finish_reason,  # "abort" too: the seed's enum has no word for a cut generation
@@ -53,10 +54,10 @@ async def infer(engine: Engine, req: InferRequest) -> dict[str, Any]:
     }
 
 
-async def generate_embeddings(engine: Engine, req: EmbeddingsRequest) -> dict[str, Any]:
+async def generate_embeddings(engine: Engine, req: EmbeddingsRequest, scope: Scope | None = None) -> dict[str, Any]:
     """``llm.generate-embeddings``."""
     model = engine.resolve_model(req.model, "embedding")
     if not req.text:
         return {"embeddings": [], "usage": {"prompt_token_count": 0}}
-    result = await engine.embed(model, req.text)
+    result = await engine.embed(model, req.text, scope)
     return {"embeddings": result.vectors, "usage": {"prompt_token_count": result.prompt_tokens}}

@@ -22,6 +22,7 @@ from .types import CollectionRef, CreateIndex, DocumentIn, DocumentPath, IndexPa
 if TYPE_CHECKING:
     from ..core.backend import ModelInfo
     from ..core.engine import Engine
+    from ..core.scope import Scope
     from ..text.services import TextServices
 
 Progress = Callable[[dict[str, Any]], None]
@@ -72,7 +73,7 @@ class DocumentIndex:
     # ---- chunking and embedding ------------------------------------------------------------------
 
     async def _chunk_sets(self, docs: list[DocumentIn], config: IndexConfig, model: ModelInfo,
-                          where: list[str]) -> list[ChunkSet]:
+                          where: list[str], scope: Scope | None) -> list[ChunkSet]:
         """Each document's chunks for ``config``, embedded in batches across the documents; a
         document's chunking errors are blamed on ``where[i]``."""
         sets = []
@@ -92,7 +93,7 @@ class DocumentIndex:
         texts = [t for cs in sets for t in cs.texts]
         vectors = array("f")
         for i in range(0, len(texts), EMBED_BATCH):
-            out = await self.engine.embed(model, texts[i:i + EMBED_BATCH])
+            out = await self.engine.embed(model, texts[i:i + EMBED_BATCH], scope)
             if out.dims != config.dims:
                 raise InvalidInputError(f"model {config.model!r} now gives {out.dims}-dimensional embeddings, "
                                         f"the index holds {config.dims}", "model")
@@ -106,14 +107,14 @@ class DocumentIndex:
         return sets
 
     async def _chunk_all(self, docs: list[DocumentIn], configs: list[tuple[IndexConfig, ModelInfo]],
-                         where: list[str]) -> dict[str, list[ChunkSet]]:
+                         where: list[str], scope: Scope | None) -> dict[str, list[ChunkSet]]:
         """Index name -> each document's chunks; indexes cut alike share one chunking and embedding."""
         shared: dict[tuple[str, int, int], list[ChunkSet]] = {}
         out = {}
         for config, model in configs:
             how = (config.model, config.max_tokens, config.overlap)
             if how not in shared:
-                shared[how] = await self._chunk_sets(docs, config, model, where)
+                shared[how] = await self._chunk_sets(docs, config, model, where, scope)
             sets = []
             for base in shared[how]:
                 terms = [" ".join(lexical.terms(t)) for t in base.texts] if config.hybrid else []
@@ -123,15 +124,17 @@ class DocumentIndex:
 
     # ---- writes ----------------------------------------------------------------------------------
 
-    async def create_index(self, req: CreateIndex, progress: Progress | None = None) -> dict[str, Any]:
-        """Create an index of a collection (creating the collection), indexing its documents."""
+    async def create_index(self, req: CreateIndex, scope: Scope | None = None) -> dict[str, Any]:
+        """Create an index of a collection (creating the collection), indexing its documents;
+        ``scope.progress`` reports each committed batch."""
+        progress = scope.progress if scope else None
         if req.overlap >= req.max_tokens:
             raise InvalidInputError("`overlap` must be less than `max_tokens`", "overlap")
         model = await self.engine.embedding_model(req.model)
         if req.max_tokens > model.context_length - 2:
             raise InvalidInputError(f"`max_tokens` is {req.max_tokens}; {req.model!r} embeds at most "
                                     f"{model.context_length - 2} tokens per chunk", "max_tokens")
-        dims = (await self.engine.embed(model, ["dimensions"])).dims
+        dims = (await self.engine.embed(model, ["dimensions"], scope)).dims
         config = IndexConfig(req.namespace, req.collection, req.index, req.model, req.max_tokens, req.overlap,
                              req.hybrid, dims)
         async with self.store.writing():
@@ -152,17 +155,18 @@ class DocumentIndex:
                 stored = await self.store.documents([(req.namespace, req.collection, n) for n in batch])
                 docs = [DocumentIn.model_validate(d) for d in (_as_document_in(s) for s in stored)]
                 params = [f"documents[{n!r}]" for n in batch]
-                sets = (await self._chunk_all(docs, [(config, model)], params))[config.index]
+                sets = (await self._chunk_all(docs, [(config, model)], params, scope))[config.index]
                 await self.store.add_chunks(config.key, dict(zip(batch, sets, strict=True)))
                 if progress:
                     progress({"stage": "index", "file": None, "loaded": at + len(batch), "total": len(names),
                               "model": req.model, "documents": batch})
         return {**config.to_json(), "created": created}
 
-    async def put(self, docs: list[DocumentIn], progress: Progress | None = None) -> dict[str, int]:
+    async def put(self, docs: list[DocumentIn], scope: Scope | None = None) -> dict[str, int]:
         """Store documents (replacing any with the same path), chunked and embedded for every index
-        of their collections. Commits in batches; ``progress`` reports each committed batch.
+        of their collections. Commits in batches; ``scope.progress`` reports each committed batch.
         Errors name ``documents[i]...``."""
+        progress = scope.progress if scope else None
         seen: dict[tuple[str, str, str], int] = {}
         for i, doc in enumerate(docs):
             if doc.path.key in seen:
@@ -192,7 +196,7 @@ class DocumentIndex:
                     by_collection.setdefault((d.path.namespace, d.path.collection), []).append(j)
                 for key, members in by_collection.items():
                     by_index = await self._chunk_all([group[j] for j in members], configs[key],
-                                                     [f"documents[{pending[j]}]" for j in members])
+                                                     [f"documents[{pending[j]}]" for j in members], scope)
                     for index, sets in by_index.items():
                         for j, cs in zip(members, sets, strict=True):
                             stored[j].chunks[index] = cs
@@ -265,7 +269,7 @@ class DocumentIndex:
                      for name, md in zip(catalog.names, catalog.metadata, strict=True))
         return mask, catalog.generation
 
-    async def search(self, req: SearchRequest) -> list[dict[str, Any]]:
+    async def search(self, req: SearchRequest, scope: Scope | None = None) -> list[dict[str, Any]]:
         """``document-index.search`` of one request: the best sections first."""
         with blame("index_path"):
             config = await self._config(req.index_path)
@@ -274,7 +278,7 @@ class DocumentIndex:
             return []
         with blame("index_path.index", model=""):
             model = await self.engine.embedding_model(config.model)
-        embedded = await self.engine.embed(model, [req.query])
+        embedded = await self.engine.embed(model, [req.query], scope)
         if embedded.dims != config.dims:
             raise InvalidInputError(f"model {config.model!r} now gives {embedded.dims}-dimensional embeddings, "
                                     f"the index holds {config.dims}", "index_path.index")

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..core.scope import Scope
 from ..faces.pharia import inference, text
 from ..index.types import PathBatch, SearchBatch
 from ..sdk.chunking import Chunk, ChunkRequest, chunk_request_wire
@@ -70,11 +71,17 @@ class EngineCsi(Csi):
     every call validates like the page-facing faces do."""
 
     def __init__(self, engine: Engine, text: TextServices, index: Callable[[], DocumentIndex],
-                 run_sync: RunSync) -> None:
+                 run_sync: RunSync, scope: Scope | None = None) -> None:
         self.engine = engine
         self.text = text
         self._index = index
         self._run = run_sync
+        self.scope = scope
+        """The message the calls serve (a skill run's): cancelling it cancels them."""
+
+    def scoped(self, scope: Scope) -> EngineCsi:
+        """The same CSI, its calls serving ``scope``."""
+        return EngineCsi(self.engine, self.text, self._index, self._run, scope)
 
     @property
     def index(self) -> DocumentIndex:
@@ -88,12 +95,12 @@ class EngineCsi(Csi):
 
     def complete_concurrent(self, requests: Sequence[CompletionRequest]) -> list[Completion]:
         out = self._run(inference.complete(self.engine, parse_batch(
-            inference.CompleteBatch, [completion_request_wire(r) for r in requests])))
+            inference.CompleteBatch, [completion_request_wire(r) for r in requests]), self.scope))
         return [completion_from_wire(d) for d in out]
 
     def chat_concurrent(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
         batch = parse_batch(inference.ChatBatch, [chat_request_wire(r) for r in requests])
-        out = self._run(inference.chat(self.engine, batch))
+        out = self._run(inference.chat(self.engine, batch, self.scope))
         return [chat_response_from_wire(d, r.params.response_format) for d, r in zip(out, requests, strict=True)]
 
     def chunk_concurrent(self, requests: Sequence[ChunkRequest]) -> list[list[str]]:
@@ -110,7 +117,8 @@ class EngineCsi(Csi):
         return [None if code is None else Language(code) for code in out]
 
     def search_concurrent(self, requests: Sequence[SearchRequest]) -> list[list[SearchResult]]:
-        out = self._run(self._index_face.search(self.index, parse_batch(SearchBatch, [r.wire() for r in requests])))
+        batch = parse_batch(SearchBatch, [r.wire() for r in requests])
+        out = self._run(self._index_face.search(self.index, batch, self.scope))
         return [[search_result_from_wire(d) for d in results] for results in out]
 
     def documents(self, document_paths: Sequence[DocumentPath]) -> list[Document]:

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from json import dumps, loads
 from typing import Any
 
-from ..core.engine import MESSAGE, Engine
+from ..core.engine import Engine
 from ..core.host import SkillStore
+from ..core.scope import Scope
 from ..errors import CsiError, InternalError, InvalidInputError, SkillError, SkillInterrupt, blame
-from ..sdk.csi import Csi
 from ..sdk.skill import Skill
 from . import interrupts
+from .engine_csi import EngineCsi
 from .interrupts import SkillRun, run_marked
 
 EXAMPLES = {
@@ -38,7 +39,7 @@ MAX_SOURCE_CHARS = 1024 * 1024
 MAX_TIME_LIMIT_MS = 24 * 3600 * 1000
 
 # Runs a skill body (which needs a Csi) without blocking the engine's event loop.
-SkillRunner = Callable[[Callable[[Csi], bytes]], Awaitable[bytes]]
+SkillRunner = Callable[[Callable[[EngineCsi], bytes]], Awaitable[bytes]]
 
 
 def load_skill_source(name: str, source: str, run: SkillRun | None = None) -> Skill[Any, Any]:
@@ -100,7 +101,7 @@ class SkillRegistry:
         self._run_ids = itertools.count()
 
     @contextmanager
-    def _running(self, name: str, time_limit_ms: Any) -> Iterator[SkillRun]:
+    def _running(self, name: str, time_limit_ms: Any, scope: Scope | None) -> Iterator[tuple[SkillRun, Scope]]:
         """A ``SkillRun`` for the call under way: its deadline set, its CSI calls aborted when it
         passes (they answer at once, and the skill is interrupted where it resumes)."""
         if time_limit_ms is not None and (
@@ -108,14 +109,13 @@ class SkillRegistry:
                 or not 0 < time_limit_ms <= MAX_TIME_LIMIT_MS):
             raise InvalidInputError(f"`time_limit_ms` must be a number of milliseconds from 0 (excluded) to "
                                     f"{MAX_TIME_LIMIT_MS} (a day), or null for no limit", "time_limit_ms")
-        message = MESSAGE.get()
-        token = None
-        request_id: str
-        if message is not None and message[0] is not None:
-            request_id, epoch = message[0], message[1]
-        else:  # called outside the worker's envelope: an id of our own, for its CSI calls too
-            request_id, epoch = f"skill-run-{next(self._run_ids)}", self.engine.interrupt_epoch
-            token = MESSAGE.set((request_id, epoch))
+        own = scope is None or scope.request_id is None
+        if scope is None or scope.request_id is None:  # outside the worker's envelope: an id of our own
+            scope = Scope(f"skill-run-{next(self._run_ids)}", self.engine.interrupt_epoch,
+                          scope.progress if scope else None)
+        request_id = scope.request_id
+        assert request_id is not None
+        epoch = scope.epoch if scope.epoch is not None else self.engine.interrupt_epoch
         limit_s = None if time_limit_ms is None else float(time_limit_ms) / 1000
         run = SkillRun(request_id, name, self.engine, epoch,
                        None if limit_s is None else time.monotonic() + limit_s, limit_s,
@@ -123,12 +123,11 @@ class SkillRegistry:
         timer = None if limit_s is None else asyncio.get_running_loop().call_later(
             limit_s, self.engine.abort, request_id)
         try:
-            yield run
+            yield run, scope
         finally:
             if timer is not None:
                 timer.cancel()
-            if token is not None:
-                MESSAGE.reset(token)
+            if own:
                 self.engine.forget(request_id)
 
     async def _ensure_loaded(self) -> None:
@@ -152,7 +151,8 @@ class SkillRegistry:
             raise InvalidInputError(f"skill {name!r} failed to load: {entry.error}", "name")
         return entry.skill
 
-    async def register(self, name: Any, source: Any, time_limit_ms: Any = None) -> dict[str, Any]:
+    async def register(self, name: Any, source: Any, time_limit_ms: Any = None,
+                       scope: Scope | None = None) -> dict[str, Any]:
         """Load ``source`` as skill ``name`` (replacing a registered one), store it, describe it."""
         await self._ensure_loaded()
         if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -165,7 +165,7 @@ class SkillRegistry:
         if len(source) > MAX_SOURCE_CHARS:
             raise InvalidInputError(f"`source` has {len(source)} characters; a skill's source holds at most "
                                     f"{MAX_SOURCE_CHARS}", "source")
-        with self._running(name, time_limit_ms) as run:
+        with self._running(name, time_limit_ms, scope) as (run, _):
             skill = load_skill_source(name, source, run)
         await self.store.store_skill(name, source)
         self._entries[name] = _Entry(skill, builtin=False)
@@ -182,9 +182,10 @@ class SkillRegistry:
         await self._ensure_loaded()
         return self._get(name).metadata().to_dict()
 
-    async def run(self, name: Any, input: Any, time_limit_ms: Any = None) -> Any:
+    async def run(self, name: Any, input: Any, time_limit_ms: Any = None, scope: Scope | None = None) -> Any:
         """Seed 001 ``run`` with JSON values: the input is validated, the output returned as JSON.
-        Past ``time_limit_ms`` (from when it starts) the skill is interrupted: ``SkillError``."""
+        Past ``time_limit_ms`` (from when it starts) the skill is interrupted: ``SkillError``. The
+        skill's CSI calls serve ``scope`` (cancelling it cancels them)."""
         await self._ensure_loaded()
         skill = self._get(name)
         try:
@@ -192,9 +193,9 @@ class SkillRegistry:
         except (TypeError, ValueError) as exc:
             raise InvalidInputError(f"the input is not JSON: {exc}", "input") from None
         try:
-            with self._running(skill.name, time_limit_ms) as run, \
+            with self._running(skill.name, time_limit_ms, scope) as (run, scoped), \
                     blame("input", only=(InvalidInputError,)):  # the input did not validate
-                out = await self.runner(lambda csi: run_marked(run, lambda: skill.run(csi, data)))
+                out = await self.runner(lambda csi: run_marked(run, lambda: skill.run(csi.scoped(scoped), data)))
         except CsiError:
             raise
         except SkillInterrupt as exc:  # due before or after the skill's own code (input, output)

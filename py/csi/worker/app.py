@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from contextvars import Context, copy_context
 from json import dumps, loads
 from typing import Any
 
 from pydantic import BaseModel
 
-from ..core.engine import MESSAGE, PROGRESS
+from ..core.scope import Scope
 from ..errors import InvalidInputError, error_to_dict
 from ..runtime import Runtime
 from ..wire import Strict, parse_request
@@ -61,8 +60,7 @@ class WorkerApp:
         """Take one message: a control message acts and answers now; any other runs as a task."""
         started = self._start(raw)
         if started is not None:
-            work, context = started
-            task = context.run(asyncio.ensure_future, work)  # the task runs in the message's context
+            task = asyncio.ensure_future(started)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -71,12 +69,11 @@ class WorkerApp:
         ``result`` or ``error``)."""
         started = self._start(raw)
         if started is not None:
-            work, context = started
-            await context.run(asyncio.ensure_future, work)
+            await asyncio.ensure_future(started)
 
-    def _start(self, raw: str) -> tuple[Coroutine[Any, Any, None], Context] | None:
+    def _start(self, raw: str) -> Coroutine[Any, Any, None] | None:
         """Read a message; answer it now if it is a control message or unreadable, else return the
-        work that answers it and the context to run it in (its id, the interrupt epoch now)."""
+        work that answers it (in the message's scope: its id, the interrupt epoch now)."""
         request_id = leading_id(raw) if isinstance(raw, str) else None
         try:
             msg = decode_message(raw)
@@ -89,7 +86,9 @@ class WorkerApp:
             if route is None:
                 raise InvalidInputError(f"unknown message type {envelope.type!r}", "type")
             request = route.parse(envelope.type, envelope.request, "request" in envelope.model_fields_set)
-            call = Call(self.runtime, request_id, self._progress(request_id), self.boot_timings)
+            scope = Scope(None if request_id is None else str(request_id), self.runtime.engine.interrupt_epoch,
+                          self._progress(request_id))
+            call = Call(self.runtime, scope, self.boot_timings)
             if route.mode == "control":
                 self.send({"id": request_id, "type": "result", "result": route.handler(call, request)})
                 return None
@@ -98,29 +97,26 @@ class WorkerApp:
             return None
         # the page learns its message was taken (not stuck behind a skill that keeps Python busy)
         self.send({"id": request_id, "type": "accepted"})
-        context = copy_context()
-        context.run(MESSAGE.set, (None if request_id is None else str(request_id), self.runtime.engine.interrupt_epoch))
-        context.run(PROGRESS.set, call.progress)
-        return self._run(route, call, request), context
+        return self._run(route, call, request, request_id)
 
-    async def _run(self, route: Route, call: Call, request: Any) -> None:
+    async def _run(self, route: Route, call: Call, request: Any, request_id: Any) -> None:
         try:
             result = await route.handler(call, request)
             if route.mode == "stream" and not isinstance(result, BaseModel):
-                head = '{"id":' + dumps(call.request_id) + ',"type":"chunk","chunk":'
+                head = '{"id":' + dumps(request_id) + ',"type":"chunk","chunk":'
                 async for chunk in result:
                     self._post(head + chunk.model_dump_json() + "}")
                 result = None
             elif isinstance(result, BaseModel):
                 result = result.model_dump(mode="json")
-            self.send({"id": call.request_id, "type": "result", "result": result})
+            self.send({"id": request_id, "type": "result", "result": result})
         except BaseException as exc:  # noqa: BLE001 - everything must reach the page
-            self.send({"id": call.request_id, "type": "error", "error": error_to_dict(exc)})
+            self.send({"id": request_id, "type": "error", "error": error_to_dict(exc)})
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
-            if call.request_id is not None:
-                self.runtime.engine.forget(str(call.request_id))
+            if call.scope.request_id is not None:
+                self.runtime.engine.forget(call.scope.request_id)
 
     def _progress(self, request_id: Any) -> Callable[[dict[str, Any]], None]:
         return lambda p: self.send({"id": request_id, "type": "progress", "progress": p})

@@ -10,8 +10,8 @@ from typing import Any
 
 from ..backends.pyodide import PyodideBackend, PyodideHost, PyodideIndexStore, run_sync
 from ..runtime import Runtime, build_runtime
-from ..sdk.csi import Csi
 from ..skills import interrupts
+from ..skills.engine_csi import EngineCsi
 from ..skills.registry import SkillRunner
 from .app import Post, WorkerApp
 
@@ -29,7 +29,7 @@ def _inline_runner(runtime: Runtime) -> SkillRunner:
     # engine (on this same event loop) serves them.
     csi = runtime.csi(_checked_run_sync)
 
-    async def run(body: Callable[[Csi], bytes]) -> bytes:
+    async def run(body: Callable[[EngineCsi], bytes]) -> bytes:
         return body(csi)
 
     return run

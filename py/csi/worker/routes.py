@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from ..core.scope import Scope
 from ..errors import InvalidInputError
 from ..faces import remote_llm, spin
 from ..faces.openai import protocol as openai_protocol
@@ -36,13 +37,17 @@ Mode = Literal["whole", "stream", "progress", "control"]
 
 @dataclass(frozen=True)
 class Call:
-    """What a handler gets besides its request: the services, the request's id, where to report
-    progress, the boot figures."""
+    """What a handler gets besides its request: the services, the message's scope (its id, the
+    interrupt epoch when it arrived, where it reports progress), the boot figures."""
 
     runtime: Runtime
-    request_id: Any
-    progress: Callable[[dict[str, Any]], None]
+    scope: Scope
     boot_timings: dict[str, float] | None = None
+
+    @property
+    def progress(self) -> Callable[[dict[str, Any]], None]:
+        assert self.scope.progress is not None
+        return self.scope.progress
 
 
 @dataclass(frozen=True)
@@ -81,51 +86,53 @@ async def _load(c: Call, r: LoadRequest) -> dict[str, Any]:
 ROUTES: dict[str, Route] = {
     "load": Route(_load, "progress", LoadRequest),
     # OpenAI / WebLLM (seed 004)
-    "chat": Route(lambda c, r: openai.create_chat_completion(c.runtime.engine, r, c.request_id), "stream",
+    "chat": Route(lambda c, r: openai.create_chat_completion(c.runtime.engine, r, c.scope), "stream",
                   openai_protocol.ChatCompletionRequest),
-    "completion": Route(lambda c, r: openai.create_completion(c.runtime.engine, r, c.request_id), "stream",
+    "completion": Route(lambda c, r: openai.create_completion(c.runtime.engine, r, c.scope), "stream",
                         openai_protocol.CompletionRequest),
-    "embeddings": Route(lambda c, r: openai.embeddings(c.runtime.engine, r), "whole",
+    "embeddings": Route(lambda c, r: openai.embeddings(c.runtime.engine, r, c.scope), "whole",
                         openai_protocol.EmbeddingRequest),
     # CSI inference, chunking, language, document index (seed 001)
-    "csi_complete": Route(lambda c, r: inference.complete(c.runtime.engine, r), "whole",
+    "csi_complete": Route(lambda c, r: inference.complete(c.runtime.engine, r, c.scope), "whole",
                           inference.CompleteBatch, "requests"),
-    "csi_chat": Route(lambda c, r: inference.chat(c.runtime.engine, r), "whole", inference.ChatBatch, "requests"),
+    "csi_chat": Route(lambda c, r: inference.chat(c.runtime.engine, r, c.scope), "whole", inference.ChatBatch,
+                      "requests"),
     "csi_chunk": Route(lambda c, r: text.chunk(c.runtime.text, r), "whole", text.ChunkBatch, "requests"),
     "csi_chunk_with_offsets": Route(lambda c, r: text.chunk_with_offsets(c.runtime.text, r), "whole",
                                     text.ChunkWithOffsetBatch, "requests"),
     "csi_select_language": Route(lambda c, r: text.select_language(c.runtime.text, r), "whole",
                                  text.SelectLanguageBatch, "requests"),
-    "csi_search": Route(lambda c, r: index.search(c.runtime.index, r), "whole", index_types.SearchBatch, "requests"),
+    "csi_search": Route(lambda c, r: index.search(c.runtime.index, r, c.scope), "whole", index_types.SearchBatch,
+                        "requests"),
     "csi_documents": Route(lambda c, r: index.documents(c.runtime.index, r), "whole", index_types.PathBatch,
                            "requests"),
     "csi_document_metadata": Route(lambda c, r: index.document_metadata(c.runtime.index, r), "whole",
                                    index_types.PathBatch, "requests"),
     # the document index's writes
-    "index_create": Route(lambda c, r: index.create(c.runtime.index, r, c.progress), "progress",
+    "index_create": Route(lambda c, r: index.create(c.runtime.index, r, c.scope), "progress",
                           index_types.CreateIndex),
-    "index_put": Route(lambda c, r: index.put(c.runtime.index, r, c.progress), "progress",
+    "index_put": Route(lambda c, r: index.put(c.runtime.index, r, c.scope), "progress",
                        index_types.DocumentBatch, "documents"),
     "index_delete": Route(lambda c, r: index.delete(c.runtime.index, r), "whole", index_types.PathBatch, "requests"),
     "index_list": Route(lambda c, r: index.list_(c.runtime.index, r), "whole", index_types.ListRequest,
                         optional=True),
     "index_drop": Route(lambda c, r: index.drop(c.runtime.index, r), "whole", index_types.CollectionRef),
     # Spin llm (seeds 000 + 002) and RemoteLLM (seed 003)
-    "llm_infer": Route(lambda c, r: spin.infer(c.runtime.engine, r), "whole", spin.InferRequest),
-    "llm_embeddings": Route(lambda c, r: spin.generate_embeddings(c.runtime.engine, r), "whole",
+    "llm_infer": Route(lambda c, r: spin.infer(c.runtime.engine, r, c.scope), "whole", spin.InferRequest),
+    "llm_embeddings": Route(lambda c, r: spin.generate_embeddings(c.runtime.engine, r, c.scope), "whole",
                             spin.EmbeddingsRequest),
-    "remote_generate": Route(lambda c, r: remote_llm.generate(c.runtime.engine, r), "whole",
+    "remote_generate": Route(lambda c, r: remote_llm.generate(c.runtime.engine, r, c.scope), "whole",
                              remote_llm.GenerateRequest),
     "remote_llm_type": Route(lambda c, r: remote_llm.llm_type(c.runtime.engine, r), "whole",
                              remote_llm.LlmTypeRequest),
-    "remote_guts": Route(lambda c, r: remote_llm.generational_guts(c.runtime.engine, r), "whole",
+    "remote_guts": Route(lambda c, r: remote_llm.generational_guts(c.runtime.engine, r, c.scope), "whole",
                          remote_llm.GenerationalGutsRequest),
     # skills
-    "skills_register": Route(lambda c, r: c.runtime.skills.register(r.name, r.source, r.time_limit_ms), "whole",
-                             SkillRegisterRequest),
+    "skills_register": Route(lambda c, r: c.runtime.skills.register(r.name, r.source, r.time_limit_ms, c.scope),
+                             "whole", SkillRegisterRequest),
     "skills_list": Route(lambda c, _: c.runtime.skills.list(), "whole"),
     "skills_metadata": Route(lambda c, r: c.runtime.skills.metadata(r.name), "whole", SkillName),
-    "skills_run": Route(lambda c, r: c.runtime.skills.run(r.name, r.input, r.time_limit_ms), "whole",
+    "skills_run": Route(lambda c, r: c.runtime.skills.run(r.name, r.input, r.time_limit_ms, c.scope), "whole",
                         SkillRunRequest),
     "skills_remove": Route(lambda c, r: c.runtime.skills.remove(r.name), "whole", SkillName),
     # engine state

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from ...core.decode import GenerationStats, TextDelta
 from ...core.engine import Engine
 from ...core.generation import ChoiceEvent, Generation
+from ...core.scope import Scope
 from ...core.tools import ArgumentsPiece, CallStart, TextPiece, ToolEvent
 from ...errors import InvalidInputError
 from .protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
@@ -117,11 +118,11 @@ def _finish(stats: GenerationStats, called: bool) -> ChatFinishReason:
 
 
 async def chat_completion_stream(
-    engine: Engine, req: ChatCompletionRequest, request_id: str | None = None
+    engine: Engine, req: ChatCompletionRequest, scope: Scope | None = None
 ) -> AsyncIterator[ChatCompletionChunk]:
     """Stream a chat completion: chunks of text per choice (``index``), a chunk with each
     choice's ``finish_reason``, and with ``stream_options.include_usage`` a last chunk with usage."""
-    gen = engine.generate(req.to_generation_request(), request_id)
+    gen = engine.generate(req.to_generation_request(), scope)
     chunk_id = "chatcmpl-" + secrets.token_hex(12)
     created = int(time.time())
     with_ids = bool(req.return_token_ids)
@@ -161,9 +162,9 @@ async def chat_completion_stream(
         yield chunk([], finished.usage())
 
 
-async def chat_completion(engine: Engine, req: ChatCompletionRequest, request_id: str | None = None) -> ChatCompletion:
+async def chat_completion(engine: Engine, req: ChatCompletionRequest, scope: Scope | None = None) -> ChatCompletion:
     """The non-streaming form: the engine's stream, collected once."""
-    gen = engine.generate(req.to_generation_request(), request_id)
+    gen = engine.generate(req.to_generation_request(), scope)
     with_ids = bool(req.return_token_ids)
     with_logprobs = gen.params.sampling.logprobs
     results = await gen.collect()
@@ -189,12 +190,12 @@ def _message(gen: Generation, text: str) -> ChatCompletionMessage:
 
 
 async def create_chat_completion(
-    engine: Engine, req: ChatCompletionRequest, request_id: str | None = None
+    engine: Engine, req: ChatCompletionRequest, scope: Scope | None = None
 ) -> ChatCompletion | AsyncIterator[ChatCompletionChunk]:
     """``chat.completions.create``: a stream of chunks when the request says ``stream: true``."""
     if req.stream:
-        return chat_completion_stream(engine, req, request_id)
-    return await chat_completion(engine, req, request_id)
+        return chat_completion_stream(engine, req, scope)
+    return await chat_completion(engine, req, scope)
 
 
 # ---- (legacy) text completions --------------------------------------------------------------------
@@ -237,10 +238,10 @@ def _echo(engine: Engine, req: CompletionRequest, gen: Generation) -> str:
 
 
 async def completion_stream(
-    engine: Engine, req: CompletionRequest, request_id: str | None = None
+    engine: Engine, req: CompletionRequest, scope: Scope | None = None
 ) -> AsyncIterator[Completion]:
     """Stream a text completion of a raw prompt (no chat template), OpenAI's legacy shape."""
-    gen = engine.generate(req.to_generation_request(), request_id)
+    gen = engine.generate(req.to_generation_request(), scope)
     n = gen.n
     cid = "cmpl-" + secrets.token_hex(12)
     created = int(time.time())
@@ -277,9 +278,9 @@ async def completion_stream(
         yield chunk([], finished.usage())
 
 
-async def completion(engine: Engine, req: CompletionRequest, request_id: str | None = None) -> Completion:
+async def completion(engine: Engine, req: CompletionRequest, scope: Scope | None = None) -> Completion:
     """The non-streaming form: the engine's stream, collected once."""
-    gen = engine.generate(req.to_generation_request(), request_id)
+    gen = engine.generate(req.to_generation_request(), scope)
     results = await gen.collect()
     echo = _echo(engine, req, gen)
     choices = []
@@ -294,12 +295,12 @@ async def completion(engine: Engine, req: CompletionRequest, request_id: str | N
 
 
 async def create_completion(
-    engine: Engine, req: CompletionRequest, request_id: str | None = None
+    engine: Engine, req: CompletionRequest, scope: Scope | None = None
 ) -> Completion | AsyncIterator[Completion]:
     """``completions.create``: a stream of chunks when the request says ``stream: true``."""
     if req.stream:
-        return completion_stream(engine, req, request_id)
-    return await completion(engine, req, request_id)
+        return completion_stream(engine, req, scope)
+    return await completion(engine, req, scope)
 
 
 # ---- embeddings ------------------------------------------------------------------------------------
@@ -313,9 +314,9 @@ def _base64_floats(values: list[float]) -> str:
     return base64.b64encode(packed.tobytes()).decode("ascii")
 
 
-async def embeddings(engine: Engine, req: EmbeddingRequest) -> CreateEmbeddingResponse:
+async def embeddings(engine: Engine, req: EmbeddingRequest, scope: Scope | None = None) -> CreateEmbeddingResponse:
     model = engine.resolve_model(req.model, "embedding")
-    result = await engine.embed(model, req.texts)
+    result = await engine.embed(model, req.texts, scope)
     if req.dimensions is not None and req.dimensions != result.dims:
         raise InvalidInputError(f"{model.model_id} gives {result.dims} dimensions and was not trained to be cut "
                                 "shorter", "dimensions")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...core.scope import Scope
 from ...errors import blame
 from ...index.types import (
     CollectionRef,
@@ -17,15 +18,15 @@ from ...index.types import (
 )
 
 if TYPE_CHECKING:
-    from ...index.service import DocumentIndex, Progress
+    from ...index.service import DocumentIndex
 
 
-async def search(index: DocumentIndex, batch: SearchBatch) -> list[list[dict[str, Any]]]:
+async def search(index: DocumentIndex, batch: SearchBatch, scope: Scope | None = None) -> list[list[dict[str, Any]]]:
     """``document-index.search``: per request the best sections first."""
     out = []
     for i, req in enumerate(batch.requests):
         with blame(f"requests[{i}]"):
-            out.append(await index.search(req))
+            out.append(await index.search(req, scope))
     return out
 
 
@@ -41,12 +42,12 @@ async def document_metadata(index: DocumentIndex, batch: PathBatch) -> list[Any]
         return await index.document_metadata(batch.requests)
 
 
-async def create(index: DocumentIndex, request: CreateIndex, progress: Progress | None = None) -> dict[str, Any]:
-    return await index.create_index(request, progress)
+async def create(index: DocumentIndex, request: CreateIndex, scope: Scope | None = None) -> dict[str, Any]:
+    return await index.create_index(request, scope)
 
 
-async def put(index: DocumentIndex, batch: DocumentBatch, progress: Progress | None = None) -> dict[str, int]:
-    return await index.put(batch.documents, progress)
+async def put(index: DocumentIndex, batch: DocumentBatch, scope: Scope | None = None) -> dict[str, int]:
+    return await index.put(batch.documents, scope)
 
 
 async def delete(index: DocumentIndex, batch: PathBatch) -> list[bool]:

@@ -12,6 +12,7 @@ from ...core.engine import Engine
 from ...core.generation import ChoiceResult, Generation
 from ...core.grammar import Grammar
 from ...core.request import ChatMessage, GenerationParams, GenerationRequest, SamplingParams, ToolCall
+from ...core.scope import Scope
 from ...errors import blame
 from ...wire import Strict
 from ..structured import (
@@ -176,28 +177,28 @@ def _result(gen: Generation, r: ChoiceResult, logprobs: Logprobs, called: bool) 
     }
 
 
-async def _each(engine: Engine, requests: Sequence[CompletionRequest | ChatRequest],
+async def _each(engine: Engine, requests: Sequence[CompletionRequest | ChatRequest], scope: Scope | None,
                 key: str, body: Callable[[Generation, ChoiceResult], tuple[Any, bool]]) -> list[dict[str, Any]]:
     """Run the requests one after the other; each result is ``{key: value, ...the rest}`` where
     ``body`` gives the value and whether tools were called."""
     out = []
     for i, req in enumerate(requests):
         with blame(f"requests[{i}]"):
-            gen = engine.generate(req.to_generation_request())
+            gen = engine.generate(req.to_generation_request(), scope)
             [r] = await gen.collect()
         value, called = body(gen, r)
         out.append({key: value, **_result(gen, r, req.params.logprobs, called)})
     return out
 
 
-async def complete(engine: Engine, batch: CompleteBatch) -> list[dict[str, Any]]:
+async def complete(engine: Engine, batch: CompleteBatch, scope: Scope | None = None) -> list[dict[str, Any]]:
     """``inference.complete``: raw prompts (no chat template), results in request order."""
-    return await _each(engine, batch.requests, "text", lambda _, r: (r.text, False))
+    return await _each(engine, batch.requests, scope, "text", lambda _, r: (r.text, False))
 
 
-async def chat(engine: Engine, batch: ChatBatch) -> list[dict[str, Any]]:
+async def chat(engine: Engine, batch: ChatBatch, scope: Scope | None = None) -> list[dict[str, Any]]:
     """``inference.chat``: messages through the model's chat template, results in request order."""
-    return await _each(engine, batch.requests, "message", _message)
+    return await _each(engine, batch.requests, scope, "message", _message)
 
 
 def _message(gen: Generation, r: ChoiceResult) -> tuple[dict[str, Any], bool]:
