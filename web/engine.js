@@ -252,7 +252,7 @@ export class WebWorkerEngine {
     const reports = new LoadProgress(ids.at(-1));
     const load = { model_ids: ids, device: this.config.device ?? "wasm", hub: this.config.hubMirror ?? null };
     const { timeoutMs, progress } = deadline(options);
-    const result = await this.client.send("load", load, { timeoutMs, progress: (p) => {
+    const result = await this.client.send("load", { request: load }, { timeoutMs, progress: (p) => {
       const report = reports.next(p, (performance.now() - started) / 1000);
       this.config.initProgressCallback?.(report);
       progress?.(p);

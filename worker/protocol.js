@@ -6,87 +6,59 @@
 // No imports and no browser-only globals: node can import this module (the tests do), and the
 // page imports only its types (engine.js must load on its own, without this file).
 //
-// Every page message is `{id, type, ...fields}`; `id` is the page's name for the request and comes
-// back on every reply to it. Every request ends with exactly one `result` or `error` reply, after
+// Every page message is `{id, type, request}`; `id` is the page's name for the request and comes
+// back on every reply to it, `request` is the body, typed by worker/wire_types.d.ts (generated from
+// the Python models). Every request ends with exactly one `result` or `error` reply, after
 // any number of `progress` or `chunk` replies (by its mode).
 
 // ---- page -> worker ------------------------------------------------------------------------------
 
 /**
  * @typedef {"wasm"|"webgpu"|"auto"} Device
+ * @typedef {import("./wire_types.js").Requests} Requests
+ *   Message type -> its `request`, generated from the Python routes' pydantic models
+ *   (worker/wire_types.d.ts): the one definition of every message body.
  *
- * @typedef {{id: string, type: "load", model_ids: string[], device: Device, hub?: string|null}} LoadMessage
- *   Load these models, unloading the others; those not built in come from the Hugging Face Hub, or
- *   from the mirror whose base URL is `hub`. Progress: one report per file event, then `ready`
- *   per model. Result: {@link LoadResult}.
- *
- * @typedef {{stream?: boolean|null, [field: string]: unknown}} StreamableRequest
- *   An OpenAI-style request: with `stream: true` the worker pushes one `chunk` reply per chunk,
- *   then a `result` with null; otherwise one `result` with the whole response.
- * @typedef {{id: string, type: "chat", request: StreamableRequest}} ChatMessage
- * @typedef {{id: string, type: "completion", request: StreamableRequest}} CompletionMessage
- *
- * @typedef {{id: string, type: "embeddings", request: any}} EmbeddingsMessage
- * @typedef {{id: string, type: "csi_complete", request: any[]}} CsiCompleteMessage
- * @typedef {{id: string, type: "csi_chat", request: any[]}} CsiChatMessage
- * @typedef {{id: string, type: "llm_infer", request: {model: string, prompt: string, params?: any}}} LlmInferMessage
- * @typedef {{id: string, type: "llm_embeddings", request: {model: string, text: string[]}}} LlmEmbeddingsMessage
- * @typedef {{id: string, type: "remote_generate", request: any}} RemoteGenerateMessage
- * @typedef {{id: string, type: "remote_llm_type", request: any}} RemoteLlmTypeMessage
- * @typedef {{id: string, type: "remote_guts", request: any}} RemoteGutsMessage
- * @typedef {{id: string, type: "csi_chunk", request: any[]}} CsiChunkMessage
- * @typedef {{id: string, type: "csi_chunk_with_offsets", request: any[]}} CsiChunkWithOffsetsMessage
- * @typedef {{id: string, type: "csi_select_language", request: any[]}} CsiSelectLanguageMessage
- * @typedef {{id: string, type: "csi_search", request: any[]}} CsiSearchMessage
- * @typedef {{id: string, type: "csi_documents", request: any[]}} CsiDocumentsMessage
- * @typedef {{id: string, type: "csi_document_metadata", request: any[]}} CsiDocumentMetadataMessage
- * @typedef {{id: string, type: "index_delete", request: any[]}} IndexDeleteMessage
- * @typedef {{id: string, type: "index_list", request: any}} IndexListMessage
- * @typedef {{id: string, type: "index_drop", request: any}} IndexDropMessage
- *
- * @typedef {{id: string, type: "index_create", request: any}} IndexCreateMessage
- *   Progress while existing documents are indexed: {@link IndexProgress}.
- * @typedef {{id: string, type: "index_put", request: any[]}} IndexPutMessage
- *   Progress after each committed batch: {@link IndexPutProgress}.
- *
- * @typedef {{id: string, type: "skills_register", name: string, source: string, time_limit_ms?: number|null}} SkillsRegisterMessage
- *   `time_limit_ms`: how long the skill's module may take to load (null: no limit).
- * @typedef {{id: string, type: "skills_list"}} SkillsListMessage
- * @typedef {{id: string, type: "skills_metadata", name: string}} SkillsMetadataMessage
- * @typedef {{id: string, type: "skills_run", name: string, input: any, time_limit_ms?: number|null}} SkillsRunMessage
- *   `time_limit_ms`: how long the skill may run, from its start (null: no limit); past it the
- *   skill is interrupted where it runs or waits, and the call ends with a `SkillError`.
- * @typedef {{id: string, type: "skills_remove", name: string}} SkillsRemoveMessage
- * @typedef {{id: string, type: "reset_chat"}} ResetChatMessage
- * @typedef {{id: string, type: "unload"}} UnloadMessage
- *
- * @typedef {{id: string, type: "cancel", target: string}} CancelMessage
- *   End the request whose id is `target` (running or queued) with finish_reason "abort"; a skill
- *   call is interrupted (`SkillError`).
- * @typedef {{id: string, type: "interrupt"}} InterruptMessage
- *   End the running generations at their next token (finish_reason "abort"), and the skill calls
- *   under way.
- * @typedef {{id: string, type: "boot_timings"}} BootTimingsMessage
- *   Result: {@link BootTimings}.
- *
- * @typedef {LoadMessage | ChatMessage | CompletionMessage | EmbeddingsMessage | CsiCompleteMessage
- *   | CsiChatMessage | LlmInferMessage | LlmEmbeddingsMessage | RemoteGenerateMessage
- *   | RemoteLlmTypeMessage | RemoteGutsMessage | CsiChunkMessage | CsiChunkWithOffsetsMessage | CsiSelectLanguageMessage
- *   | CsiSearchMessage | CsiDocumentsMessage | CsiDocumentMetadataMessage | IndexDeleteMessage
- *   | IndexListMessage | IndexDropMessage | IndexCreateMessage | IndexPutMessage
- *   | SkillsRegisterMessage | SkillsListMessage | SkillsMetadataMessage | SkillsRunMessage
- *   | SkillsRemoveMessage | ResetChatMessage | UnloadMessage | CancelMessage | InterruptMessage
- *   | BootTimingsMessage} PageMessage
- *   Every message the page sends.
- *
- * @typedef {PageMessage["type"]} MessageType
+ * @typedef {"load" | "chat" | "completion" | "embeddings" | "csi_complete" | "csi_chat" | "llm_infer"
+ *   | "llm_embeddings" | "remote_generate" | "remote_llm_type" | "remote_guts" | "csi_chunk"
+ *   | "csi_chunk_with_offsets" | "csi_select_language" | "csi_search" | "csi_documents"
+ *   | "csi_document_metadata" | "index_delete" | "index_list" | "index_drop" | "index_create" | "index_put"
+ *   | "skills_register" | "skills_list" | "skills_metadata" | "skills_run" | "skills_remove" | "reset_chat"
+ *   | "unload" | "cancel" | "interrupt" | "boot_timings"} MessageType
+ *   Every message type. What some of them mean:
+ *   - `load`: load these models, unloading the others; those not built in come from the Hugging Face
+ *     Hub, or from the mirror whose base URL is `hub`. Progress: one report per file event, then
+ *     `ready` per model. Result: {@link LoadResult}.
+ *   - `chat`, `completion`: OpenAI-style requests; with `stream: true` the worker pushes one `chunk`
+ *     reply per chunk, then a `result` with null; otherwise one `result` with the whole response.
+ *   - `index_create`: progress while existing documents are indexed ({@link IndexProgress});
+ *     `index_put`: progress after each committed batch ({@link IndexPutProgress}).
+ *   - `skills_register`: `time_limit_ms` is how long the skill's module may take to load;
+ *     `skills_run`: how long the skill may run, from its start (null: no limit); past it the skill
+ *     is interrupted where it runs or waits, and the call ends with a `SkillError`.
+ *   - `cancel`: end the request whose id is `target` (running or queued) with finish_reason
+ *     "abort"; a skill call is interrupted (`SkillError`).
+ *   - `interrupt`: end the running generations at their next token (finish_reason "abort"), and the
+ *     skill calls under way.
+ *   - `boot_timings`: result {@link BootTimings}.
  */
 
 /**
- * The fields of a message of type `K`, without `id` and `type`.
+ * The body of a message of type `K` (what sits beside `id` and `type`): `{request}` typed by
+ * {@link Requests}, or nothing for the types that take no request.
  * @template {MessageType} K
- * @typedef {Omit<Extract<PageMessage, {type: K}>, "id" | "type">} MessageBody
+ * @typedef {K extends keyof Requests
+ *   ? (K extends import("./wire_types.js").OptionalRequest ? {request?: Requests[K]} : {request: Requests[K]})
+ *   : {request?: never}} MessageBody
  */
+
+/**
+ * One page message: `{id, type, request}`.
+ * @template {MessageType} K
+ * @typedef {{id: string, type: K} & MessageBody<K>} MessageOf
+ */
+
+/** @typedef {{[K in MessageType]: MessageOf<K>}[MessageType]} PageMessage Every message the page sends. */
 
 // ---- worker -> page ------------------------------------------------------------------------------
 

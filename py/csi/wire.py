@@ -78,9 +78,8 @@ MAX_BATCH = 2048
 """The most items one batch call (CSI batches, embeddings inputs, RemoteLLM prompts) may hold."""
 
 
-def parse_batch(model: type[M], requests: Any) -> M:
-    """A batch face's requests, validated as ``{"requests": requests}`` (paths read ``requests[i]...``)."""
-    if isinstance(requests, list) and len(requests) > MAX_BATCH:
-        raise InvalidInputError(f"`requests` holds {len(requests)} items; a batch holds at most {MAX_BATCH}",
-                                "requests")
-    return parse_request(model, {"requests": requests})
+def parse_batch(model: type[M], items: Any, key: str = "requests") -> M:
+    """A batch face's items (a JSON array), validated as ``{key: items}`` (paths read ``requests[i]...``)."""
+    if isinstance(items, list) and len(items) > MAX_BATCH:
+        raise InvalidInputError(f"`{key}` holds {len(items)} items; a batch holds at most {MAX_BATCH}", key)
+    return parse_request(model, {key: items})

@@ -7,7 +7,7 @@ import pytest
 
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
-from csi.faces.openai.serving import chat_completion
+from tests.support.faces import chat_completion
 from tests.support.aio import run_async
 from tests.support.paths import MODELS
 from tests.support.prompts import PROMPTS

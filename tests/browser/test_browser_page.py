@@ -79,7 +79,7 @@ def expected_chunks(text: str) -> int:
 
 def cpython_answer(question: str, max_tokens: int) -> dict:
     """The search-answer skill over the same documents and index in CPython."""
-    from csi.faces.pharia import index as index_face
+    from tests.support.faces import index as index_face
     from csi.local import local_csi
     from csi.skills.examples import search_answer
     from tests.support.paths import DIST

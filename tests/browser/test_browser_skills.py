@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from csi.faces.pharia import index as index_face
+from tests.support.faces import index as index_face
 from csi.local import local_csi
 from csi.skills.examples import search_answer
 from tests.support.browser import boot_engine, open_engine_page

@@ -17,7 +17,7 @@ from transformers.generation.logits_process import (
 from csi.backends.cpython import CPythonBackend, Mulberry32, candidates
 from csi.core.backend import SamplingParams
 from csi.core.engine import Engine
-from csi.faces.openai.serving import chat_completion, embeddings
+from tests.support.faces import chat_completion, embeddings
 from tests.support.aio import run_async
 from tests.support.paths import MODELS, ROOT
 from tests.support.prompts import PROMPTS

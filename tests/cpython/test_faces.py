@@ -9,10 +9,10 @@ import pytest
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
 from csi.errors import InvalidInputError, ModelNotSupportedError
-from csi.faces import remote_llm
-from csi.faces import spin as spin_face
-from csi.faces.openai.serving import chat_completion, completion
-from csi.faces.pharia import inference
+from tests.support.faces import remote_llm
+from tests.support.faces import spin as spin_face
+from tests.support.faces import chat_completion, completion
+from tests.support.faces import inference
 from tests.support.aio import run_async
 from tests.support.paths import MODELS
 from tests.support.prompts import PROMPTS

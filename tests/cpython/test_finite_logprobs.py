@@ -17,8 +17,8 @@ from csi.core.backend import SamplingParams
 from csi.core.engine import Engine
 from csi.core.request import MIN_LOGPROB
 from csi.errors import InvalidInputError
-from csi.faces import spin as spin_face
-from csi.faces.openai.serving import chat_completion, completion
+from tests.support.faces import spin as spin_face
+from tests.support.faces import chat_completion, completion
 from csi.wire import MAX_REPETITION_PENALTY, MIN_REPETITION_PENALTY
 from tests.support.aio import run_async
 from tests.support.paths import MODELS, ROOT

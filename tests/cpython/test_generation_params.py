@@ -12,7 +12,7 @@ import pytest
 from csi.backends.cpython import CPythonBackend, candidates, process_logits
 from csi.core.backend import SamplingParams
 from csi.core.engine import Engine
-from csi.faces.openai.serving import chat_completion, chat_completion_stream
+from tests.support.faces import chat_completion, chat_completion_stream
 from tests.support.aio import run_async
 from tests.support.paths import MODELS, ROOT
 from tests.support.prompts import PROMPTS

@@ -7,7 +7,7 @@ import pytest
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
 from csi.errors import ContextWindowExceededError, CsiError, InvalidInputError
-from csi.faces import remote_llm
+from tests.support.faces import remote_llm
 from tests.support.aio import run_async
 from tests.support.guts_reference import GUTS_MODELS, GUTS_PROMPTS, check_guts, reference_guts
 from tests.support.paths import MODELS
@@ -79,7 +79,7 @@ def test_bad_requests_are_typed_errors_and_the_engine_goes_on(engine, request_, 
 
 
 def test_guts_leave_decoding_as_it_was(engine):
-    from csi.faces.openai.serving import completion
+    from tests.support.faces import completion
 
     def greedy() -> list[int]:
         out = run_async(completion(engine, {"prompt": "The json module", "temperature": 0, "max_tokens": 12,
@@ -118,7 +118,7 @@ def test_rotary_frequencies_equal_transformers(rope):
 
 
 def test_a_model_without_chat_template_refuses_messages_by_name():
-    from csi.faces.openai.serving import chat_completion
+    from tests.support.faces import chat_completion
 
     eng = Engine(CPythonBackend(MODELS))
     run_async(eng.load(["tiny-gpt2"]))

@@ -23,7 +23,7 @@ from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
 from csi.core.grammar import json_schema_ebnf
 from csi.errors import InvalidInputError
-from csi.faces.openai.serving import chat_completion
+from tests.support.faces import chat_completion
 from csi.faces.openai.structured import ResponseFormat
 from tests.support.aio import run_async
 from tests.support.paths import MODELS

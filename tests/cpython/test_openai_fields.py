@@ -14,7 +14,7 @@ import pytest
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
 from csi.errors import InvalidInputError
-from csi.faces.openai.serving import chat_completion, completion, embeddings
+from tests.support.faces import chat_completion, completion, embeddings
 from tests.support.aio import run_async
 from tests.support.paths import MODELS
 from tests.support.reference import hf_chat, hf_prompt_ids, reference_token_embeddings, sentence_transformer

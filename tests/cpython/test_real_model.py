@@ -9,7 +9,7 @@ import pytest
 
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
-from csi.faces.openai.serving import chat_completion
+from tests.support.faces import chat_completion
 from tests.support.aio import run_async
 from tests.support.paths import MODELS
 from tests.support.smollm2_reference import MODEL, greedy_ids, hf_tokenizer, log_softmax_rows, prompt_ids

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from csi.backends.local_host import LocalHost
 from csi.errors import CsiError, InternalError, InvalidInputError
-from csi.faces.pharia import index as index_face
+from tests.support.faces import index as index_face
 from csi.local import local_csi
 from csi.runtime import build_runtime
 from csi.sdk import Csi, IndexPath, Language, skill

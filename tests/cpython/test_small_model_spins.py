@@ -12,7 +12,7 @@ import pytest
 
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
-from csi.faces.openai.serving import chat_completion
+from tests.support.faces import chat_completion
 from tests.cpython.test_number_bounds import in_shape
 from tests.cpython.test_structured import ASK, SCHEMAS, TOOLS
 from tests.support.aio import run_async

@@ -13,7 +13,7 @@ import pytest
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
 from csi.errors import InvalidInputError
-from csi.faces.openai.serving import chat_completion, chat_completion_stream, completion
+from tests.support.faces import chat_completion, chat_completion_stream, completion
 from tests.support.aio import run_async
 from tests.support.paths import MODELS
 from tests.support.schemas import CORPUS
@@ -334,7 +334,7 @@ def test_tool_errors_name_the_field_and_the_engine_keeps_serving(engine, request
 
 
 def test_csi_chat_takes_response_format_and_tools(engine):
-    from csi.faces.pharia import inference
+    from tests.support.faces import inference
 
     schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}}, "required": ["answer"],
               "additionalProperties": False}

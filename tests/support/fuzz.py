@@ -33,7 +33,7 @@ def templates(chat: str, embed: str) -> dict[str, dict[str, Any]]:
     path = {"namespace": "fuzz", "collection": "c", "name": "d"}
     index = {"namespace": "fuzz", "collection": "c", "index": "i"}
     out: dict[str, dict[str, Any]] = {
-        "load": {"model_ids": [chat, embed]},
+        "load": {"request": {"model_ids": [chat, embed]}},
         "chat": {"request": {"messages": user, "max_tokens": 3, "temperature": 0}},
         "completion": {"request": {"prompt": "The", "max_tokens": 3, "stream": True}},
         "embeddings": {"request": {"input": ["a", "b"], "model": embed}},
@@ -56,14 +56,14 @@ def templates(chat: str, embed: str) -> dict[str, dict[str, Any]]:
         "remote_generate": {"request": {"api_key": "", "prompts": ["x"], "stop": ["."]}},
         "remote_llm_type": {"request": {"api_key": ""}},
         "remote_guts": {"request": {"prompt": "x", "top_k_logits": 2}},
-        "skills_register": {"name": "fuzzed", "source": "x = 1"},
+        "skills_register": {"request": {"name": "fuzzed", "source": "x = 1"}},
         "skills_list": {},
-        "skills_metadata": {"name": "summarize"},
-        "skills_run": {"name": "summarize", "input": {"text": "a"}},
-        "skills_remove": {"name": "fuzzed"},
+        "skills_metadata": {"request": {"name": "summarize"}},
+        "skills_run": {"request": {"name": "summarize", "input": {"text": "a"}}},
+        "skills_remove": {"request": {"name": "fuzzed"}},
         "reset_chat": {},
         "unload": {},
-        "cancel": {"target": "r1"},
+        "cancel": {"request": {"target": "r1"}},
         "interrupt": {},
         "boot_timings": {},
     }

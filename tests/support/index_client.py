@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from csi.faces.pharia import index as face
+from tests.support.faces import index as face
 from csi.index.service import DocumentIndex, Progress
 
 

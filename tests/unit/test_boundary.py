@@ -61,8 +61,8 @@ def nested(depth: int) -> str:
     (chat({"messages": USER, "logit_bias": {"²": 1}}), "logit_bias"),
     (chat({"messages": USER, "logit_bias": {"--5": 1}}), "logit_bias"),
     (chat({"messages": USER, "user": 5}), "user"),
-    (json.dumps({"id": "r1", "type": "load", "model_ids": ["x" * 300]}), "model"),
-    (json.dumps({"id": "r1", "type": "load", "model_ids": ["../../etc/passwd"]}), "model"),
+    (json.dumps({"id": "r1", "type": "load", "request": {"model_ids": ["x" * 300]}}), "model"),
+    (json.dumps({"id": "r1", "type": "load", "request": {"model_ids": ["../../etc/passwd"]}}), "model"),
 ])
 def test_hostile_messages_get_one_typed_error_with_the_id_and_a_param(raw, param):
     r = reply(raw)
@@ -132,9 +132,9 @@ def test_a_tiny_temperature_is_greedy():
 def test_a_skill_raising_system_exit_is_one_skill_error():
     src = ("from pydantic import BaseModel\nfrom csi.sdk import skill\n\nclass I(BaseModel):\n    n: int\n\n"
            "class O(BaseModel):\n    n: int\n\n@skill\ndef quits(csi, input: I) -> O:\n    raise SystemExit(3)\n")
-    registered = reply(json.dumps({"id": "r1", "type": "skills_register", "name": "quits", "source": src}))
+    registered = reply(json.dumps({"id": "r1", "type": "skills_register", "request": {"name": "quits", "source": src}}))
     assert registered["type"] == "result"
-    r = reply(json.dumps({"id": "r1", "type": "skills_run", "name": "quits", "input": {"n": 1}}))
+    r = reply(json.dumps({"id": "r1", "type": "skills_run", "request": {"name": "quits", "input": {"n": 1}}}))
     assert r["error"]["name"] == "SkillError" and "SystemExit" in r["error"]["message"]
     assert reply(chat({"messages": USER, "max_tokens": 2}))["type"] == "result"
 
@@ -172,7 +172,7 @@ def test_an_interrupt_right_after_a_request_reaches_it_and_every_item_of_a_batch
 
 
 def test_cancel_reaches_every_item_of_a_batch_and_is_forgotten_once_answered():
-    out = run_async(_answers(_batch("b2"), json.dumps({"id": "x", "type": "cancel", "target": "b2"}), ids=("b2",)))
+    out = run_async(_answers(_batch("b2"), json.dumps({"id": "x", "type": "cancel", "request": {"target": "b2"}}), ids=("b2",)))
     assert [len(r["text"]) for r in out["b2"]["result"]] == [0] * 12
     again = run_async(_answers(_batch("b2"), ids=("b2",)))  # the same id later is not cancelled
     assert all(len(r["text"]) > 0 for r in again["b2"]["result"])
@@ -190,7 +190,7 @@ def test_an_unload_during_a_load_cancels_the_load():
     slow = WorkerApp(rt, msgs.append)
 
     async def scenario() -> dict[str, dict]:
-        slow.handle(json.dumps({"id": "l", "type": "load", "model_ids": ["chat"]}))
+        slow.handle(json.dumps({"id": "l", "type": "load", "request": {"model_ids": ["chat"]}}))
         await asyncio.sleep(0)
         slow.handle(json.dumps({"id": "u", "type": "unload"}))
         for _ in range(1000):
@@ -212,7 +212,8 @@ def test_an_unload_during_a_load_cancels_the_load():
      "requests"),
     (json.dumps({"id": "r1", "type": "embeddings", "request": {"input": ["a"] * 2049, "model": "embed"}}), "input"),
     (json.dumps({"id": "r1", "type": "remote_generate", "request": {"prompts": ["a"] * 2049}}), "prompts"),
-    (json.dumps({"id": "r1", "type": "skills_register", "name": "big", "source": "#" * (1024 * 1024 + 1)}), "source"),
+    (json.dumps({"id": "r1", "type": "skills_register",
+                "request": {"name": "big", "source": "#" * (1024 * 1024 + 1)}}), "source"),
     ('{"id":"r1","type":"chat","request":{"stop":"' + "x" * (64 * 1024 * 1024) + '"}}', "message"),
     (json.dumps({"id": "r1", "type": "index_put", "request": [DOC, {**DOC, "contents": [
         {"text": "x" * (2 * 1024 * 1024)}, "image", {"text": "y" * (2 * 1024 * 1024 + 1)}]}]}),

@@ -12,7 +12,7 @@ from csi.core.engine import Engine
 from csi.core.stop_text import StopMatcher
 from csi.errors import ContextWindowExceededError, InvalidInputError, ModelNotSupportedError, blame
 from csi.faces.openai.protocol import ChatCompletionChunk
-from csi.faces.openai.serving import chat_completion, chat_completion_stream, embeddings
+from tests.support.faces import chat_completion, chat_completion_stream, embeddings
 from csi.runtime import build_runtime
 from csi.testing import EOS, ScriptedBackend
 from csi.worker.app import WorkerApp
@@ -233,8 +233,9 @@ def test_worker_app_pushes_chunks_then_one_result_and_reports_errors():
     assert all(m["id"] == "a" for m in sent) and sent[-1]["result"] is None
     sent.clear()
     run(app.serve(json.dumps({"id": "b", "type": "chat", "request": {"messages": USER, "max_tokens": 0}})))
-    assert sent == [{"id": "b", "type": "accepted"}, {"id": "b", "type": "error", "error": {
-        "name": "InvalidInputError", "param": "max_tokens", "message": sent[1]["error"]["message"]}}]
+    # a request its model refuses is answered at once, never accepted
+    assert sent == [{"id": "b", "type": "error", "error": {
+        "name": "InvalidInputError", "param": "max_tokens", "message": sent[0]["error"]["message"]}}]
     sent.clear()
     run(app.serve(json.dumps({"id": "c", "type": "teleport"})))
     assert sent[0]["error"]["name"] == "InvalidInputError" and sent[0]["error"]["param"] == "type"
@@ -259,7 +260,8 @@ def test_blame_nests_renames_and_limits_to_kinds_of_error():
 
 
 def test_engine_errors_name_generation_request_fields_and_faces_place_them():
-    from csi.faces.pharia.inference import chat, complete
+    from tests.support.faces import inference
+    chat, complete = inference.chat, inference.complete
 
     engine = make_engine([1, EOS], context_length=8)
     with pytest.raises(ContextWindowExceededError) as err:
@@ -275,7 +277,7 @@ def test_engine_errors_name_generation_request_fields_and_faces_place_them():
 
 
 def test_legacy_completion_logprobs_whole_equal_the_streamed_ones():
-    from csi.faces.openai.serving import completion, completion_stream
+    from tests.support.faces import completion, completion_stream
 
     # " \xe2\x82" + "\xac" is one character split over two tokens: offsets follow the delta text
     request = {"prompt": "ab", "echo": True, "logprobs": 2, "max_tokens": 6, "temperature": 0}

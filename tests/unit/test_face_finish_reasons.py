@@ -9,10 +9,10 @@ import json
 from csi.backends.local_host import LocalHost
 from csi.core.backend import StepResult
 from csi.core.engine import Engine
-from csi.faces import remote_llm
-from csi.faces import spin as spin_face
-from csi.faces.openai.serving import completion
-from csi.faces.pharia import inference
+from tests.support.faces import remote_llm
+from tests.support.faces import spin as spin_face
+from tests.support.faces import completion
+from tests.support.faces import inference
 from csi.runtime import build_runtime
 from csi.sdk.inference import FinishReason, chat_response_from_wire, completion_from_wire
 from csi.testing import ScriptedBackend

@@ -102,17 +102,17 @@ def test_a_skill_waiting_on_csi_calls_stops_at_its_limit_and_the_engine_goes_on(
     run_async(runtime.engine.load(["chat"]))
     sent: list[str] = []
     app = WorkerApp(runtime, sent.append)
-    assert serve(app, sent, json.dumps({"id": "r1", "type": "skills_register", "name": "waiter",
-                                        "source": WAITER}))["type"] == "result"
+    assert serve(app, sent, json.dumps({"id": "r1", "type": "skills_register",
+                                        "request": {"name": "waiter", "source": WAITER}}))["type"] == "result"
     started = time.monotonic()
-    out = serve(app, sent, json.dumps({"id": "r2", "type": "skills_run", "name": "waiter", "input": {"n": 100},
-                                       "time_limit_ms": 300}))
+    out = serve(app, sent, json.dumps({"id": "r2", "type": "skills_run",
+                                       "request": {"name": "waiter", "input": {"n": 100}, "time_limit_ms": 300}}))
     took = time.monotonic() - started
     assert out["error"]["name"] == "SkillError", out
     assert "time limit of 0.3 s" in out["error"]["message"]
     assert 0.3 <= took < 2.0  # 100 calls of 40 tokens would take 16 s
-    bad = serve(app, sent, json.dumps({"id": "r3", "type": "skills_run", "name": "waiter", "input": {"n": 1},
-                                       "time_limit_ms": -5}))
+    bad = serve(app, sent, json.dumps({"id": "r3", "type": "skills_run",
+                                       "request": {"name": "waiter", "input": {"n": 1}, "time_limit_ms": -5}}))
     assert bad["error"]["name"] == "InvalidInputError" and bad["error"]["param"] == "time_limit_ms"
     chat = serve(app, sent, json.dumps({"id": "r4", "type": "completion", "request": {"prompt": "x",
                                                                                        "max_tokens": 3}}))
@@ -133,7 +133,7 @@ def test_a_generation_waiting_for_the_model_is_told_whom_and_can_be_cancelled_wh
         await asyncio.sleep(0.05)
         app.handle(completion("short", 3))
         await asyncio.sleep(0.05)
-        app.handle(json.dumps({"id": "c", "type": "cancel", "target": "short"}))
+        app.handle(json.dumps({"id": "c", "type": "cancel", "request": {"target": "short"}}))
         while sum(m["type"] in ("result", "error") for m in sent if m["id"] in ("long", "short")) < 2:
             await asyncio.sleep(0.01)
 

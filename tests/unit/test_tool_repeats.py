@@ -17,7 +17,7 @@ from csi.core.engine import Engine
 from csi.core.grammar import Grammar
 from csi.core.request import Tool
 from csi.core.tools import GENERIC, HERMES, LLAMA3, MISTRAL, RepeatedCallStop, TextPiece, ToolCallParser, ToolFormat
-from csi.faces.openai.serving import chat_completion, chat_completion_stream
+from tests.support.faces import chat_completion, chat_completion_stream
 from csi.testing import EOS, ScriptedBackend
 from tests.support.aio import run_async
 

@@ -6,7 +6,6 @@
 import { EngineError } from "../engine_error.js";
 
 /**
- * @typedef {import("../../worker/protocol.js").PageMessage} PageMessage
  * @typedef {import("../../worker/protocol.js").Progress} Progress
  * @typedef {{timeoutMs?: number, progress?: (p: Progress) => void}} Deadline
  *   Every method takes these last: past `timeoutMs` the call rejects with a `TimeoutError` (its work
@@ -15,13 +14,13 @@ import { EngineError } from "../engine_error.js";
  *   another request is using (`waiting_for` is that request's id), or for a skill that keeps the
  *   worker's Python busy (`skill` names it).
  * @typedef {Deadline & {signal?: AbortSignal}} CallOptions
- * @typedef {Extract<PageMessage, {request: any}>["type"]} RequestType message types whose body is one `request`
+ * @typedef {keyof import("../../worker/wire_types.js").Requests} RequestType message types with a `request`
  */
 
 /**
- * The `request` a message of type `K` carries.
+ * The `request` a message of type `K` carries (worker/wire_types.d.ts, generated from Python).
  * @template {RequestType} K
- * @typedef {import("../../worker/protocol.js").MessageBody<K> extends {request: infer R} ? R : never} RequestOf
+ * @typedef {import("../../worker/wire_types.js").Requests[K]} RequestOf
  */
 
 /** The longest time limit a call takes (a day). */

@@ -5,20 +5,12 @@
 /**
  * @typedef {{id: string, type: "function", function: {name: string, arguments: string}}} ChatCompletionMessageToolCall
  * @typedef {{index: number, id?: string, type?: "function", function: {name?: string, arguments?: string}}} ToolCallDelta
- * @typedef {{role: "system"|"user"|"assistant"|"tool", content: string|null|Array<{type: "text", text: string}>,
- *            name?: string, tool_call_id?: string, tool_calls?: ChatCompletionMessageToolCall[]}} ChatCompletionMessageParam
- * @typedef {{type: "function", function: {name: string, description?: string, parameters?: object,
- *            strict?: boolean}}} ChatCompletionTool
- * @typedef {"none"|"auto"|"required"|{type: "function", function: {name: string}}} ChatCompletionToolChoice
- * @typedef {{type?: "text"|"json_object"|"json_schema"|"grammar"|"regex"|"structural_tag", schema?: string,
- *            json_schema?: {name: string, description?: string, schema?: object, strict?: boolean},
- *            grammar?: string, pattern?: string, structural_tag?: object|string}} ResponseFormat
- * @typedef {{messages: ChatCompletionMessageParam[], model?: string|null, stream?: boolean|null,
- *            stream_options?: {include_usage?: boolean}|null, max_tokens?: number|null,
- *            temperature?: number|null, top_p?: number|null, top_k?: number|null,
- *            stop?: string|string[]|null, seed?: number|null, ignore_eos?: boolean,
- *            response_format?: ResponseFormat, tools?: ChatCompletionTool[],
- *            tool_choice?: ChatCompletionToolChoice, parallel_tool_calls?: boolean}} ChatCompletionRequest
+ * @typedef {import("../../worker/wire_types.js").ChatCompletionRequest} ChatCompletionRequest
+ *   The request bodies are the worker's own models (worker/wire_types.d.ts, generated from Python).
+ * @typedef {ChatCompletionRequest["messages"][number]} ChatCompletionMessageParam
+ * @typedef {NonNullable<ChatCompletionRequest["tools"]>[number]} ChatCompletionTool
+ * @typedef {NonNullable<ChatCompletionRequest["tool_choice"]>} ChatCompletionToolChoice
+ * @typedef {NonNullable<ChatCompletionRequest["response_format"]>} ResponseFormat
  * @typedef {ChatCompletionRequest & {stream: true}} ChatCompletionRequestStreaming
  * @typedef {ChatCompletionRequest & {stream?: false|null}} ChatCompletionRequestNonStreaming
  * @typedef {{prompt_tokens: number, completion_tokens: number, total_tokens: number,
@@ -34,7 +26,7 @@
  *                                                   tool_calls?: ToolCallDelta[]},
  *                            finish_reason: FinishReason|null, logprobs: null}>,
  *            usage?: CompletionUsage|null}} ChatCompletionChunk
- * @typedef {{input: string|string[], model?: string|null}} EmbeddingCreateParams
+ * @typedef {import("../../worker/wire_types.js").EmbeddingRequest} EmbeddingCreateParams
  * @typedef {{object: "list", model: string, data: Array<{object: "embedding", index: number,
  *            embedding: number[]}>, usage: {prompt_tokens: number, total_tokens: number}}} CreateEmbeddingResponse
  */

@@ -88,7 +88,7 @@ function skillCall(client, interrupts, defaultLimitMs, type, body, options) {
   };
   // `done` once the worker is done with it: Python's interrupt is tripped until then, even when
   // the page has stopped waiting (timeoutMs)
-  const call = client.send(type, { ...body, time_limit_ms }, { id, timeoutMs, progress, onFinal: done });
+  const call = client.send(type, { request: { ...body, time_limit_ms } }, { id, timeoutMs, progress, onFinal: done });
   client.skillCalls.set(id, name);
   // a skill that keeps Python busy is stopped by Python's interrupt, which Python's handler aims
   // at the skill that is due (csi.skills.interrupts); it is tripped until the call settles
@@ -129,7 +129,7 @@ export function skillsApi(client, interrupts, defaultLimitMs) {
     /** @param {Deadline} [options] -> `[{name, description, builtin, error}]` */
     list: (options = {}) => client.send("skills_list", {}, deadline(options)),
     /** @param {string} name @param {Deadline} [options] -> `{description, input_schema, output_schema}` */
-    metadata: (name, options = {}) => client.send("skills_metadata", { name }, deadline(options)),
+    metadata: (name, options = {}) => client.send("skills_metadata", { request: { name } }, deadline(options)),
     /**
      * @param {string} name @param {any} input a JSON value -> the skill's output (a JSON value)
      * @param {SkillOptions} [options] past `timeLimitMs` of running the skill is interrupted and
@@ -137,6 +137,6 @@ export function skillsApi(client, interrupts, defaultLimitMs) {
      */
     run: (name, input, options = {}) => call("skills_run", { name, input }, options),
     /** @param {string} name @param {Deadline} [options] */
-    remove: (name, options = {}) => client.send("skills_remove", { name }, deadline(options)),
+    remove: (name, options = {}) => client.send("skills_remove", { request: { name } }, deadline(options)),
   };
 }

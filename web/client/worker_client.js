@@ -107,7 +107,7 @@ export class WorkerClient {
 
   /** End call `target` in the worker (its own promise settles from its reply). @param {string} target */
   cancel(target) {
-    this.post("cancel", { target }, `${target}-cancel`);
+    this.post("cancel", { request: { target } }, `${target}-cancel`);
   }
 
   /** @param {string|object} data a {@link WorkerReply}, or its JSON text */

@@ -11,7 +11,7 @@ from pydantic import Field
 from ..core.engine import Engine
 from ..core.request import GenerationParams, GenerationRequest, SamplingParams
 from ..errors import blame
-from ..wire import MAX_BATCH, Strict, parse_request
+from ..wire import MAX_BATCH, Strict
 
 
 class GenerateRequest(Strict):
@@ -44,12 +44,11 @@ class GenerationalGutsRequest(Strict):
     model: str | None = None
 
 
-async def generate(engine: Engine, request: Any) -> dict[str, Any]:
+async def generate(engine: Engine, req: GenerateRequest) -> dict[str, Any]:
     """``RemoteLLM.Generate``: one greedy generation per prompt, on the one chat model loaded.
 
     The API key is accepted and ignored: the model runs in this browser.
     """
-    req = parse_request(GenerateRequest, request)
     model = engine.resolve_model(None, "chat").model_id
     out = []
     for i, one in enumerate(req.to_generation_requests(model)):
@@ -62,16 +61,14 @@ async def generate(engine: Engine, request: Any) -> dict[str, Any]:
     return {"generations": out}
 
 
-async def llm_type(engine: Engine, request: Any) -> dict[str, Any]:
-    """``RemoteLLM.GetLlmType``."""
-    parse_request(LlmTypeRequest, request)
+async def llm_type(engine: Engine, req: LlmTypeRequest) -> dict[str, Any]:
+    """``RemoteLLM.GetLlmType`` (the API key is accepted and ignored)."""
     return {"llm_type": f"csi-web:{engine.resolve_model(None, 'chat').model_id}"}
 
 
-async def generational_guts(engine: Engine, request: Any) -> dict[str, Any]:
+async def generational_guts(engine: Engine, req: GenerationalGutsRequest) -> dict[str, Any]:
     """``RemoteLLM.GenerationalGuts``: each prompt token's embeddings and last hidden state, and the
     ``top_k_logits`` most likely next tokens (raw ``logit``, and ``probability`` as an extension)."""
-    req = parse_request(GenerationalGutsRequest, request)
     model = engine.resolve_model(req.model, "chat")
     guts = await engine.guts(model, req.prompt, fft=req.fft_embeddings, keep=req.embedding_trunkation,
                              top_k=req.top_k_logits)

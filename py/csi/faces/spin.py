@@ -9,7 +9,7 @@ from pydantic import Field
 
 from ..core.engine import Engine
 from ..core.request import GenerationParams, GenerationRequest, SamplingParams
-from ..wire import RepetitionPenalty, Strict, parse_request
+from ..wire import RepetitionPenalty, Strict
 
 
 class InferencingParams(Strict):
@@ -43,9 +43,8 @@ class EmbeddingsRequest(Strict):
     text: list[str]
 
 
-async def infer(engine: Engine, request: Any) -> dict[str, Any]:
+async def infer(engine: Engine, req: InferRequest) -> dict[str, Any]:
     """``llm.infer``: the raw prompt, Spin's defaults when ``params`` is absent."""
-    req = parse_request(InferRequest, request)
     [r] = await engine.generate(req.to_generation_request()).collect()
     return {
         "text": r.text,
@@ -54,9 +53,8 @@ async def infer(engine: Engine, request: Any) -> dict[str, Any]:
     }
 
 
-async def generate_embeddings(engine: Engine, request: Any) -> dict[str, Any]:
+async def generate_embeddings(engine: Engine, req: EmbeddingsRequest) -> dict[str, Any]:
     """``llm.generate-embeddings``."""
-    req = parse_request(EmbeddingsRequest, request)
     model = engine.resolve_model(req.model, "embedding")
     if not req.text:
         return {"embeddings": [], "usage": {"prompt_token_count": 0}}

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..faces.pharia import inference, text
+from ..index.types import PathBatch, SearchBatch
 from ..sdk.chunking import Chunk, ChunkRequest, chunk_request_wire
 from ..sdk.csi import Csi
 from ..sdk.document_index import (
@@ -36,6 +37,7 @@ from ..sdk.inference import (
     completion_request_wire,
 )
 from ..sdk.language import Language, SelectLanguageRequest
+from ..wire import parse_batch
 from .interrupts import checkpoint
 
 if TYPE_CHECKING:
@@ -85,34 +87,38 @@ class EngineCsi(Csi):
         return index
 
     def complete_concurrent(self, requests: Sequence[CompletionRequest]) -> list[Completion]:
-        out = self._run(inference.complete(self.engine, [completion_request_wire(r) for r in requests]))
+        out = self._run(inference.complete(self.engine, parse_batch(
+            inference.CompleteBatch, [completion_request_wire(r) for r in requests])))
         return [completion_from_wire(d) for d in out]
 
     def chat_concurrent(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
-        out = self._run(inference.chat(self.engine, [chat_request_wire(r) for r in requests]))
+        batch = parse_batch(inference.ChatBatch, [chat_request_wire(r) for r in requests])
+        out = self._run(inference.chat(self.engine, batch))
         return [chat_response_from_wire(d, r.params.response_format) for d, r in zip(out, requests, strict=True)]
 
     def chunk_concurrent(self, requests: Sequence[ChunkRequest]) -> list[list[str]]:
-        return self._run(text.chunk(self.text, [chunk_request_wire(r) for r in requests]))
+        return self._run(text.chunk(self.text, parse_batch(text.ChunkBatch, [chunk_request_wire(r) for r in requests])))
 
     def chunk_with_offsets_concurrent(self, requests: Sequence[ChunkRequest]) -> list[list[Chunk]]:
         wire = [{**chunk_request_wire(r), "character_offsets": True} for r in requests]
-        out = self._run(text.chunk_with_offsets(self.text, wire))
+        out = self._run(text.chunk_with_offsets(self.text, parse_batch(text.ChunkWithOffsetBatch, wire)))
         return [[Chunk(c["text"], c["character_offset"]) for c in chunks] for chunks in out]
 
     def select_language_concurrent(self, requests: Sequence[SelectLanguageRequest]) -> list[Language | None]:
         wire = [{"text": r.text, "languages": [Language(code).value for code in r.languages]} for r in requests]
-        out = self._run(text.select_language(self.text, wire))
+        out = self._run(text.select_language(self.text, parse_batch(text.SelectLanguageBatch, wire)))
         return [None if code is None else Language(code) for code in out]
 
     def search_concurrent(self, requests: Sequence[SearchRequest]) -> list[list[SearchResult]]:
-        out = self._run(self._index_face.search(self.index, [r.wire() for r in requests]))
+        out = self._run(self._index_face.search(self.index, parse_batch(SearchBatch, [r.wire() for r in requests])))
         return [[search_result_from_wire(d) for d in results] for results in out]
 
     def documents(self, document_paths: Sequence[DocumentPath]) -> list[Document]:
-        out = self._run(self._index_face.documents(self.index, [path_wire(p) for p in document_paths]))
+        paths = parse_batch(PathBatch, [path_wire(p) for p in document_paths])
+        out = self._run(self._index_face.documents(self.index, paths))
         return [document_from_wire(d) for d in out]
 
     def documents_metadata(self, document_paths: Sequence[DocumentPath]) -> list[JsonSerializable]:
-        return self._run(self._index_face.document_metadata(self.index, [path_wire(p) for p in document_paths]))
+        return self._run(self._index_face.document_metadata(
+            self.index, parse_batch(PathBatch, [path_wire(p) for p in document_paths])))
 

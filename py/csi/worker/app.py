@@ -1,7 +1,8 @@
 """The worker's envelope, in pure Python: one JSON message in, JSON messages out.
 
-Page -> worker: ``{id, type, ...}``, the types and their fields as ``csi.worker.routes`` and
-worker/protocol.js declare them. Worker -> page: ``{id, type: "progress", progress}``,
+Page -> worker: ``{id, type, request}``, the types and their request models as ``csi.worker.routes``
+declares them (and worker/protocol.js, worker/wire_types.d.ts for the page).
+Worker -> page: ``{id, type: "progress", progress}``,
 ``{id, type: "chunk", chunk}`` (one per streamed chunk, pushed without a round trip),
 ``{id, type: "accepted"}`` (a request is taken, and queued as a task), ``{id, type: "result", result}``
 (ends every request; ``null`` after a stream) or
@@ -21,10 +22,20 @@ from pydantic import BaseModel
 from ..core.engine import MESSAGE, PROGRESS
 from ..errors import InvalidInputError, error_to_dict
 from ..runtime import Runtime
+from ..wire import Strict, parse_request
 from .message import decode_message, leading_id
 from .routes import ROUTES, Call, Route
 
 Post = Callable[[str], None]
+
+
+class Envelope(Strict):
+    """Every page message: its id (echoed on every reply), its type, and its body, which the
+    type's route parses."""
+
+    id: str | int | None = None
+    type: str
+    request: Any = None
 
 
 class WorkerApp:
@@ -73,15 +84,14 @@ class WorkerApp:
             if not isinstance(request_id, str | int | None) or isinstance(request_id, bool):
                 request_id = None
                 raise InvalidInputError("a message's `id` must be a string or an integer", "id")
-            route = ROUTES.get(msg["type"])
+            envelope = parse_request(Envelope, msg)
+            route = ROUTES.get(envelope.type)
             if route is None:
-                raise InvalidInputError(f"unknown message type {msg['type']!r}", "type")
-            for key in msg:
-                if key not in ("id", "type") and key not in route.fields:
-                    raise InvalidInputError(f"unknown field `{key}` for a {msg['type']!r} message", key)
-            call = Call(self.runtime, msg, request_id, self._progress(request_id), self.boot_timings)
+                raise InvalidInputError(f"unknown message type {envelope.type!r}", "type")
+            request = route.parse(envelope.type, envelope.request, "request" in envelope.model_fields_set)
+            call = Call(self.runtime, request_id, self._progress(request_id), self.boot_timings)
             if route.mode == "control":
-                self.send({"id": request_id, "type": "result", "result": route.handler(call)})
+                self.send({"id": request_id, "type": "result", "result": route.handler(call, request)})
                 return None
         except Exception as exc:  # noqa: BLE001 - everything must reach the page
             self.send({"id": request_id, "type": "error", "error": error_to_dict(exc)})
@@ -91,11 +101,11 @@ class WorkerApp:
         context = copy_context()
         context.run(MESSAGE.set, (None if request_id is None else str(request_id), self.runtime.engine.interrupt_epoch))
         context.run(PROGRESS.set, call.progress)
-        return self._run(route, call), context
+        return self._run(route, call, request), context
 
-    async def _run(self, route: Route, call: Call) -> None:
+    async def _run(self, route: Route, call: Call, request: Any) -> None:
         try:
-            result = await route.handler(call)
+            result = await route.handler(call, request)
             if route.mode == "stream" and not isinstance(result, BaseModel):
                 head = '{"id":' + dumps(call.request_id) + ',"type":"chunk","chunk":'
                 async for chunk in result:

@@ -1,5 +1,8 @@
-"""The worker's message types, declared once: type -> handler and mode (worker/protocol.js is the
-JS side of the same table; a test checks that they agree).
+"""The worker's message types, declared once: type -> handler, mode and request model. Every page
+message is ``{id, type, request}``; the envelope (``csi.worker.app``) parses ``request`` as the
+route's model, once, and hands the handler that typed model. worker/protocol.js declares the same
+types and modes, and worker/wire_types.d.ts (generated from these models by
+``buildtools/wire_types.py``) their bodies; tests check that all three agree.
 
 Modes: ``whole`` answers with one ``result``; ``stream`` answers with one ``chunk`` message per
 chunk and then ``result: null`` when the handler returns an async iterator (``stream: true``), or
@@ -14,13 +17,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import BaseModel
+
+from ..errors import InvalidInputError
 from ..faces import remote_llm, spin
+from ..faces.openai import protocol as openai_protocol
 from ..faces.openai import serving as openai
-from ..faces.pharia import inference, text
+from ..faces.pharia import index, inference, text
+from ..index import types as index_types
+from ..wire import parse_batch, parse_request
+from .requests import CancelRequest, LoadRequest, SkillName, SkillRegisterRequest, SkillRunRequest
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
     from ..runtime import Runtime
 
 Mode = Literal["whole", "stream", "progress", "control"]
@@ -28,85 +36,103 @@ Mode = Literal["whole", "stream", "progress", "control"]
 
 @dataclass(frozen=True)
 class Call:
-    """What a handler gets: the services, the message, where to report progress, the boot figures."""
+    """What a handler gets besides its request: the services, the request's id, where to report
+    progress, the boot figures."""
 
     runtime: Runtime
-    msg: dict[str, Any]
     request_id: Any
     progress: Callable[[dict[str, Any]], None]
     boot_timings: dict[str, float] | None = None
 
-    @property
-    def request(self) -> Any:
-        return self.msg.get("request")
-
 
 @dataclass(frozen=True)
 class Route:
-    handler: Callable[[Call], Any]
+    """How one message type is served. ``request`` is the body's model (``None``: the message has
+    no body); a ``batch`` body is a JSON array, validated as the model's field of that name (so
+    field paths read ``requests[i]...``); an ``optional`` body may be left out (it reads as ``{}``)."""
+
+    handler: Callable[[Call, Any], Any]
     mode: Mode
-    fields: tuple[str, ...] = ("request",)
-    """The message's fields besides ``id`` and ``type``; others are refused."""
+    request: type[BaseModel] | None = None
+    batch: str | None = None
+    optional: bool = False
+
+    def parse(self, kind: str, body: Any, present: bool) -> Any:
+        """The typed request of a message whose ``request`` is ``body`` (``present``: the key was sent)."""
+        if self.request is None:
+            if present:
+                raise InvalidInputError(f"a {kind!r} message has no `request`", "request")
+            return None
+        if not present and self.optional:
+            body = {}
+        if self.batch is not None:
+            return parse_batch(self.request, body, self.batch)
+        return parse_request(self.request, body)
 
 
-def _index() -> ModuleType:
-    """The document index's face, imported on first use (its models cost start-up time)."""
-    from ..faces.pharia import index  # noqa: PLC0415
-
-    return index
-
-
-async def _load(c: Call) -> dict[str, Any]:
+async def _load(c: Call, r: LoadRequest) -> dict[str, Any]:
     """``load``: one model id or several, loaded together (replacing the others)."""
     started = time.perf_counter()
-    ids: Any = c.msg.get("model_ids")  # checked by the engine
-    infos = await c.runtime.engine.load([ids] if isinstance(ids, str) else ids, c.msg.get("device") or "wasm",
-                                        c.progress, c.msg.get("hub"))
+    ids = [r.model_ids] if isinstance(r.model_ids, str) else r.model_ids
+    infos = await c.runtime.engine.load(ids, r.device or "wasm", c.progress, r.hub)
     return {"models": [vars(i) for i in infos], "load_s": time.perf_counter() - started}
 
 
 ROUTES: dict[str, Route] = {
-    "load": Route(_load, "progress", ("model_ids", "device", "hub")),
+    "load": Route(_load, "progress", LoadRequest),
     # OpenAI / WebLLM (seed 004)
-    "chat": Route(lambda c: openai.create_chat_completion(c.runtime.engine, c.request, c.request_id), "stream"),
-    "completion": Route(lambda c: openai.create_completion(c.runtime.engine, c.request, c.request_id), "stream"),
-    "embeddings": Route(lambda c: openai.embeddings(c.runtime.engine, c.request), "whole"),
+    "chat": Route(lambda c, r: openai.create_chat_completion(c.runtime.engine, r, c.request_id), "stream",
+                  openai_protocol.ChatCompletionRequest),
+    "completion": Route(lambda c, r: openai.create_completion(c.runtime.engine, r, c.request_id), "stream",
+                        openai_protocol.CompletionRequest),
+    "embeddings": Route(lambda c, r: openai.embeddings(c.runtime.engine, r), "whole",
+                        openai_protocol.EmbeddingRequest),
     # CSI inference, chunking, language, document index (seed 001)
-    "csi_complete": Route(lambda c: inference.complete(c.runtime.engine, c.request), "whole"),
-    "csi_chat": Route(lambda c: inference.chat(c.runtime.engine, c.request), "whole"),
-    "csi_chunk": Route(lambda c: text.chunk(c.runtime.text, c.request), "whole"),
-    "csi_chunk_with_offsets": Route(lambda c: text.chunk_with_offsets(c.runtime.text, c.request), "whole"),
-    "csi_select_language": Route(lambda c: text.select_language(c.runtime.text, c.request), "whole"),
-    "csi_search": Route(lambda c: _index().search(c.runtime.index, c.request), "whole"),
-    "csi_documents": Route(lambda c: _index().documents(c.runtime.index, c.request), "whole"),
-    "csi_document_metadata": Route(lambda c: _index().document_metadata(c.runtime.index, c.request), "whole"),
+    "csi_complete": Route(lambda c, r: inference.complete(c.runtime.engine, r), "whole",
+                          inference.CompleteBatch, "requests"),
+    "csi_chat": Route(lambda c, r: inference.chat(c.runtime.engine, r), "whole", inference.ChatBatch, "requests"),
+    "csi_chunk": Route(lambda c, r: text.chunk(c.runtime.text, r), "whole", text.ChunkBatch, "requests"),
+    "csi_chunk_with_offsets": Route(lambda c, r: text.chunk_with_offsets(c.runtime.text, r), "whole",
+                                    text.ChunkWithOffsetBatch, "requests"),
+    "csi_select_language": Route(lambda c, r: text.select_language(c.runtime.text, r), "whole",
+                                 text.SelectLanguageBatch, "requests"),
+    "csi_search": Route(lambda c, r: index.search(c.runtime.index, r), "whole", index_types.SearchBatch, "requests"),
+    "csi_documents": Route(lambda c, r: index.documents(c.runtime.index, r), "whole", index_types.PathBatch,
+                           "requests"),
+    "csi_document_metadata": Route(lambda c, r: index.document_metadata(c.runtime.index, r), "whole",
+                                   index_types.PathBatch, "requests"),
     # the document index's writes
-    "index_create": Route(lambda c: _index().create(c.runtime.index, c.request, c.progress), "progress"),
-    "index_put": Route(lambda c: _index().put(c.runtime.index, c.request, c.progress), "progress"),
-    "index_delete": Route(lambda c: _index().delete(c.runtime.index, c.request), "whole"),
-    "index_list": Route(lambda c: _index().list_(c.runtime.index, c.request), "whole"),
-    "index_drop": Route(lambda c: _index().drop(c.runtime.index, c.request), "whole"),
+    "index_create": Route(lambda c, r: index.create(c.runtime.index, r, c.progress), "progress",
+                          index_types.CreateIndex),
+    "index_put": Route(lambda c, r: index.put(c.runtime.index, r, c.progress), "progress",
+                       index_types.DocumentBatch, "documents"),
+    "index_delete": Route(lambda c, r: index.delete(c.runtime.index, r), "whole", index_types.PathBatch, "requests"),
+    "index_list": Route(lambda c, r: index.list_(c.runtime.index, r), "whole", index_types.ListRequest,
+                        optional=True),
+    "index_drop": Route(lambda c, r: index.drop(c.runtime.index, r), "whole", index_types.CollectionRef),
     # Spin llm (seeds 000 + 002) and RemoteLLM (seed 003)
-    "llm_infer": Route(lambda c: spin.infer(c.runtime.engine, c.request), "whole"),
-    "llm_embeddings": Route(lambda c: spin.generate_embeddings(c.runtime.engine, c.request), "whole"),
-    "remote_generate": Route(lambda c: remote_llm.generate(c.runtime.engine, c.request), "whole"),
-    "remote_llm_type": Route(lambda c: remote_llm.llm_type(c.runtime.engine, c.request), "whole"),
-    "remote_guts": Route(lambda c: remote_llm.generational_guts(c.runtime.engine, c.request), "whole"),
+    "llm_infer": Route(lambda c, r: spin.infer(c.runtime.engine, r), "whole", spin.InferRequest),
+    "llm_embeddings": Route(lambda c, r: spin.generate_embeddings(c.runtime.engine, r), "whole",
+                            spin.EmbeddingsRequest),
+    "remote_generate": Route(lambda c, r: remote_llm.generate(c.runtime.engine, r), "whole",
+                             remote_llm.GenerateRequest),
+    "remote_llm_type": Route(lambda c, r: remote_llm.llm_type(c.runtime.engine, r), "whole",
+                             remote_llm.LlmTypeRequest),
+    "remote_guts": Route(lambda c, r: remote_llm.generational_guts(c.runtime.engine, r), "whole",
+                         remote_llm.GenerationalGutsRequest),
     # skills
-    "skills_register": Route(lambda c: c.runtime.skills.register(c.msg.get("name"), c.msg.get("source"),
-                                                                 c.msg.get("time_limit_ms")), "whole",
-                             ("name", "source", "time_limit_ms")),
-    "skills_list": Route(lambda c: c.runtime.skills.list(), "whole", ()),
-    "skills_metadata": Route(lambda c: c.runtime.skills.metadata(c.msg.get("name")), "whole", ("name",)),
-    "skills_run": Route(lambda c: c.runtime.skills.run(c.msg.get("name"), c.msg.get("input"),
-                                                       c.msg.get("time_limit_ms")), "whole",
-                        ("name", "input", "time_limit_ms")),
-    "skills_remove": Route(lambda c: c.runtime.skills.remove(c.msg.get("name")), "whole", ("name",)),
+    "skills_register": Route(lambda c, r: c.runtime.skills.register(r.name, r.source, r.time_limit_ms), "whole",
+                             SkillRegisterRequest),
+    "skills_list": Route(lambda c, _: c.runtime.skills.list(), "whole"),
+    "skills_metadata": Route(lambda c, r: c.runtime.skills.metadata(r.name), "whole", SkillName),
+    "skills_run": Route(lambda c, r: c.runtime.skills.run(r.name, r.input, r.time_limit_ms), "whole",
+                        SkillRunRequest),
+    "skills_remove": Route(lambda c, r: c.runtime.skills.remove(r.name), "whole", SkillName),
     # engine state
-    "reset_chat": Route(lambda c: c.runtime.engine.reset_chat(), "whole", ()),
-    "unload": Route(lambda c: c.runtime.engine.unload(), "whole", ()),
+    "reset_chat": Route(lambda c, _: c.runtime.engine.reset_chat(), "whole"),
+    "unload": Route(lambda c, _: c.runtime.engine.unload(), "whole"),
     # control
-    "cancel": Route(lambda c: c.runtime.engine.abort(str(c.msg.get("target"))), "control", ("target",)),
-    "interrupt": Route(lambda c: c.runtime.engine.interrupt(), "control", ()),
-    "boot_timings": Route(lambda c: c.boot_timings, "control", ()),
+    "cancel": Route(lambda c, r: c.runtime.engine.abort(str(r.target)), "control", CancelRequest),
+    "interrupt": Route(lambda c, _: c.runtime.engine.interrupt(), "control"),
+    "boot_timings": Route(lambda c, _: c.boot_timings, "control"),
 }

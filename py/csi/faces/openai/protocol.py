@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, cast
 
-from pydantic import BaseModel, Field, model_serializer
+from pydantic import BaseModel, Field, model_serializer, model_validator
 
 from ...core.decode import FinishReason
 from ...core.request import GenerationParams, GenerationRequest, SamplingParams
@@ -107,8 +107,10 @@ class ChatCompletionRequest(_OpenAINoOps):
     return_token_ids: bool | None = None
     """Extension (as vLLM's): also return prompt and completion token ids."""
 
-    def check(self) -> None:
-        """WebLLM's rules beyond the field types, and what cannot be honored here."""
+    @model_validator(mode="after")
+    def _rules(self) -> ChatCompletionRequest:
+        """WebLLM's rules beyond the field types, and what cannot be honored here (after the
+        fields validate; an ``InvalidInputError`` passes through pydantic unchanged)."""
         _check_common(self)
         if None not in (self.max_tokens, self.max_completion_tokens) and self.max_tokens != self.max_completion_tokens:
             raise InvalidInputError("`max_completion_tokens` and `max_tokens` disagree; give one",
@@ -131,6 +133,7 @@ class ChatCompletionRequest(_OpenAINoOps):
                                     "extra_body.enable_thinking")
         if self.verbosity not in (None, "medium"):
             raise InvalidInputError("csi-web's models cannot be asked for a verbosity (only \"medium\")", "verbosity")
+        return self
 
     def to_generation_request(self) -> GenerationRequest:
         """Chat defaults to the rest of the window for ``max_tokens``."""
@@ -188,7 +191,9 @@ class CompletionRequest(_OpenAINoOps):
     response_format: ResponseFormat | None = None
     """Extension: constrain the completion as chat's ``response_format`` does."""
 
-    def check(self) -> None:
+    @model_validator(mode="after")
+    def _rules(self) -> CompletionRequest:
+        """The rules beyond the field types; one prompt per request."""
         _check_common(self)
         if isinstance(self.prompt, list) and self.prompt and isinstance(self.prompt[0], str | list):
             if len(self.prompt) != 1:
@@ -207,6 +212,7 @@ class CompletionRequest(_OpenAINoOps):
         if self.extra_body and self.extra_body.enable_thinking is not None:
             raise InvalidInputError("`enable_thinking` is a chat template switch; completions have no template",
                                     "extra_body.enable_thinking")
+        return self
 
     @property
     def chat_logprobs(self) -> bool:

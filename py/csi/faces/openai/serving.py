@@ -12,13 +12,11 @@ import sys
 import time
 from array import array
 from collections.abc import AsyncIterator
-from typing import Any
 
 from ...core.decode import GenerationStats, TextDelta
 from ...core.engine import ChoiceEvent, Engine, Generation
 from ...core.tools import ArgumentsPiece, CallStart, TextPiece, ToolEvent
 from ...errors import InvalidInputError
-from ...wire import parse_request
 from .protocol import (
     ChatCompletion,
     ChatCompletionChunk,
@@ -117,18 +115,14 @@ def _finish(stats: GenerationStats, called: bool) -> ChatFinishReason:
     return "tool_calls" if called and stats.finish_reason == "stop" else stats.finish_reason
 
 
-def _chat_generation(engine: Engine, request: Any, request_id: str | None) -> tuple[ChatCompletionRequest, Generation]:
-    req = parse_request(ChatCompletionRequest, request)
-    req.check()
-    return req, engine.generate(req.to_generation_request(), request_id)
 
 
 async def chat_completion_stream(
-    engine: Engine, request: Any, request_id: str | None = None
+    engine: Engine, req: ChatCompletionRequest, request_id: str | None = None
 ) -> AsyncIterator[ChatCompletionChunk]:
     """Stream a chat completion: chunks of text per choice (``index``), a chunk with each
     choice's ``finish_reason``, and with ``stream_options.include_usage`` a last chunk with usage."""
-    req, gen = _chat_generation(engine, request, request_id)
+    gen = engine.generate(req.to_generation_request(), request_id)
     chunk_id = "chatcmpl-" + secrets.token_hex(12)
     created = int(time.time())
     with_ids = bool(req.return_token_ids)
@@ -168,9 +162,9 @@ async def chat_completion_stream(
         yield chunk([], finished.usage())
 
 
-async def chat_completion(engine: Engine, request: Any, request_id: str | None = None) -> ChatCompletion:
+async def chat_completion(engine: Engine, req: ChatCompletionRequest, request_id: str | None = None) -> ChatCompletion:
     """The non-streaming form: the engine's stream, collected once."""
-    req, gen = _chat_generation(engine, request, request_id)
+    gen = engine.generate(req.to_generation_request(), request_id)
     with_ids = bool(req.return_token_ids)
     with_logprobs = gen.params.sampling.logprobs
     results = await gen.collect()
@@ -196,12 +190,12 @@ def _message(gen: Generation, text: str) -> ChatCompletionMessage:
 
 
 async def create_chat_completion(
-    engine: Engine, request: Any, request_id: str | None = None
+    engine: Engine, req: ChatCompletionRequest, request_id: str | None = None
 ) -> ChatCompletion | AsyncIterator[ChatCompletionChunk]:
     """``chat.completions.create``: a stream of chunks when the request says ``stream: true``."""
-    if isinstance(request, dict) and request.get("stream"):
-        return chat_completion_stream(engine, request, request_id)
-    return await chat_completion(engine, request, request_id)
+    if req.stream:
+        return chat_completion_stream(engine, req, request_id)
+    return await chat_completion(engine, req, request_id)
 
 
 # ---- (legacy) text completions --------------------------------------------------------------------
@@ -234,11 +228,6 @@ def _completion_logprobs(req: CompletionRequest, gen: Generation, deltas: list[T
     return _legacy_logprobs(gen, deltas, offset)
 
 
-def _completion_generation(engine: Engine, request: Any,
-                           request_id: str | None) -> tuple[CompletionRequest, Generation]:
-    req = parse_request(CompletionRequest, request)
-    req.check()
-    return req, engine.generate(req.to_generation_request(), request_id)
 
 
 def _echo(engine: Engine, req: CompletionRequest, gen: Generation) -> str:
@@ -249,10 +238,10 @@ def _echo(engine: Engine, req: CompletionRequest, gen: Generation) -> str:
 
 
 async def completion_stream(
-    engine: Engine, request: Any, request_id: str | None = None
+    engine: Engine, req: CompletionRequest, request_id: str | None = None
 ) -> AsyncIterator[Completion]:
     """Stream a text completion of a raw prompt (no chat template), OpenAI's legacy shape."""
-    req, gen = _completion_generation(engine, request, request_id)
+    gen = engine.generate(req.to_generation_request(), request_id)
     n = gen.n
     cid = "cmpl-" + secrets.token_hex(12)
     created = int(time.time())
@@ -289,9 +278,9 @@ async def completion_stream(
         yield chunk([], finished.usage())
 
 
-async def completion(engine: Engine, request: Any, request_id: str | None = None) -> Completion:
+async def completion(engine: Engine, req: CompletionRequest, request_id: str | None = None) -> Completion:
     """The non-streaming form: the engine's stream, collected once."""
-    req, gen = _completion_generation(engine, request, request_id)
+    gen = engine.generate(req.to_generation_request(), request_id)
     results = await gen.collect()
     echo = _echo(engine, req, gen)
     choices = []
@@ -306,12 +295,12 @@ async def completion(engine: Engine, request: Any, request_id: str | None = None
 
 
 async def create_completion(
-    engine: Engine, request: Any, request_id: str | None = None
+    engine: Engine, req: CompletionRequest, request_id: str | None = None
 ) -> Completion | AsyncIterator[Completion]:
     """``completions.create``: a stream of chunks when the request says ``stream: true``."""
-    if isinstance(request, dict) and request.get("stream"):
-        return completion_stream(engine, request, request_id)
-    return await completion(engine, request, request_id)
+    if req.stream:
+        return completion_stream(engine, req, request_id)
+    return await completion(engine, req, request_id)
 
 
 # ---- embeddings ------------------------------------------------------------------------------------
@@ -325,8 +314,7 @@ def _base64_floats(values: list[float]) -> str:
     return base64.b64encode(packed.tobytes()).decode("ascii")
 
 
-async def embeddings(engine: Engine, request: Any) -> CreateEmbeddingResponse:
-    req = parse_request(EmbeddingRequest, request)
+async def embeddings(engine: Engine, req: EmbeddingRequest) -> CreateEmbeddingResponse:
     model = engine.resolve_model(req.model, "embedding")
     result = await engine.embed(model, req.texts)
     if req.dimensions is not None and req.dimensions != result.dims:

@@ -12,7 +12,7 @@ from ...core.engine import ChoiceResult, Engine, Generation
 from ...core.grammar import Grammar
 from ...core.request import ChatMessage, GenerationParams, GenerationRequest, SamplingParams, ToolCall
 from ...errors import blame
-from ...wire import Strict, parse_batch
+from ...wire import Strict
 from ..openai.structured import (
     ChatCompletionTool,
     FunctionDefinition,
@@ -189,14 +189,14 @@ async def _each(engine: Engine, requests: Sequence[CompletionRequest | ChatReque
     return out
 
 
-async def complete(engine: Engine, requests: Any) -> list[dict[str, Any]]:
+async def complete(engine: Engine, batch: CompleteBatch) -> list[dict[str, Any]]:
     """``inference.complete``: raw prompts (no chat template), results in request order."""
-    return await _each(engine, parse_batch(CompleteBatch, requests).requests, "text", lambda _, r: (r.text, False))
+    return await _each(engine, batch.requests, "text", lambda _, r: (r.text, False))
 
 
-async def chat(engine: Engine, requests: Any) -> list[dict[str, Any]]:
+async def chat(engine: Engine, batch: ChatBatch) -> list[dict[str, Any]]:
     """``inference.chat``: messages through the model's chat template, results in request order."""
-    return await _each(engine, parse_batch(ChatBatch, requests).requests, "message", _message)
+    return await _each(engine, batch.requests, "message", _message)
 
 
 def _message(gen: Generation, r: ChoiceResult) -> tuple[dict[str, Any], bool]:

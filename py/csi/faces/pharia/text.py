@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import Field
 
 from ...errors import blame
-from ...wire import Strict, parse_batch
+from ...wire import Strict
 
 if TYPE_CHECKING:
     from ...text.services import TextServices
@@ -52,16 +52,14 @@ async def _chunks(text: TextServices, req: ChunkRequest, i: int) -> list[tuple[i
         return await text.chunk(req.text, p.model, p.max_tokens, p.overlap)
 
 
-async def chunk(text: TextServices, requests: Any) -> list[list[str]]:
+async def chunk(text: TextServices, batch: ChunkBatch) -> list[list[str]]:
     """``chunking.chunk``: each text's chunks, trimmed of surrounding whitespace."""
-    batch = parse_batch(ChunkBatch, requests)
     return [[c for _, c in await _chunks(text, req, i)] for i, req in enumerate(batch.requests)]
 
 
-async def chunk_with_offsets(text: TextServices, requests: Any) -> list[list[dict[str, Any]]]:
+async def chunk_with_offsets(text: TextServices, batch: ChunkWithOffsetBatch) -> list[list[dict[str, Any]]]:
     """``chunking.chunk-with-offsets``: chunks with their UTF-8 byte offset and, if asked for,
     character (code point) offset into the text."""
-    batch = parse_batch(ChunkWithOffsetBatch, requests)
     out = []
     for i, req in enumerate(batch.requests):
         chunks = await _chunks(text, req, i)
@@ -76,9 +74,8 @@ async def chunk_with_offsets(text: TextServices, requests: Any) -> list[list[dic
     return out
 
 
-async def select_language(text: TextServices, requests: Any) -> list[str | None]:
+async def select_language(text: TextServices, batch: SelectLanguageBatch) -> list[str | None]:
     """``language.select-language``: an ISO 639-3 code per request, or ``None`` when unclear."""
-    batch = parse_batch(SelectLanguageBatch, requests)
     out = []
     for i, req in enumerate(batch.requests):
         with blame(f"requests[{i}]"):

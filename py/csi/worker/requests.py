@@ -1,0 +1,50 @@
+"""The bodies of the worker's own messages (loading, skills, cancelling); the faces' messages carry
+the faces' request models."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import JsonValue
+
+from ..wire import Strict
+
+
+class LoadRequest(Strict):
+    """``load``: these models (one id or several), unloading the others."""
+
+    model_ids: str | list[str]
+    device: Literal["wasm", "webgpu", "auto"] | None = None
+    """Where the models run (``None``: WASM)."""
+    hub: str | None = None
+    """The base URL of a Hugging Face Hub mirror for models that are not built in."""
+
+
+class SkillName(Strict):
+    """``skills_metadata``, ``skills_remove``: the skill's name."""
+
+    name: str
+
+
+class SkillRegisterRequest(Strict):
+    """``skills_register``: a skill's Python source, kept under ``name``."""
+
+    name: str
+    source: str
+    time_limit_ms: float | None = None
+    """How long the module may take to load (``None``: no limit)."""
+
+
+class SkillRunRequest(Strict):
+    """``skills_run``: run the skill ``name`` on ``input``."""
+
+    name: str
+    input: JsonValue = None
+    time_limit_ms: float | None = None
+    """How long the skill may run, from its start (``None``: no limit)."""
+
+
+class CancelRequest(Strict):
+    """``cancel``: end the request whose id is ``target``."""
+
+    target: str | int

@@ -1,0 +1,64 @@
+"""The page's message types are the Python models: worker/wire_types.d.ts is what the generator
+makes of the routes' pydantic models today, and tsc holds the page's messages to it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from buildtools.wire_types import OUT, render
+from csi.worker.routes import ROUTES
+from tests.support.paths import ROOT
+
+TSC = ROOT / "node_modules" / ".bin" / "tsc"
+
+
+def test_the_typescript_declarations_are_generated_from_the_current_models() -> None:
+    assert OUT.read_text() == render(), "a request model changed: run `python3 -m buildtools.wire_types`"
+
+
+def test_every_route_with_a_body_has_its_type_and_every_field_of_its_model() -> None:
+    text = OUT.read_text()
+    for kind, route in ROUTES.items():
+        if route.request is None:
+            assert f"  {kind}: " not in text
+            continue
+        assert f"  {kind}: " in text, kind
+        for name in route.request.model_fields:
+            assert f"  {name}: " in text or f"  {name}?: " in text, (kind, name)
+
+
+def _tsc(tmp_path: Path, message: str) -> str:
+    check = tmp_path / "check.js"
+    check.write_text("// @ts-check\n/** @type {import(%s).PageMessage} */\nexport const m = %s;\n"
+                     % (json.dumps(str(ROOT / "worker" / "protocol.js")), message))
+    config = tmp_path / "jsconfig.json"
+    config.write_text(json.dumps({"compilerOptions": {
+        "target": "ES2022", "module": "ES2022", "moduleResolution": "bundler", "lib": ["ES2022"], "types": [],
+        "allowJs": True, "checkJs": True, "noEmit": True, "strict": True, "skipLibCheck": True},
+        "files": [str(check)]}))
+    out = subprocess.run([str(TSC), "-p", str(config)], capture_output=True, text=True, timeout=300)
+    return out.stdout + out.stderr
+
+
+@pytest.mark.parametrize(("message", "wrong"), [
+    ('{id: "1", type: "chat", request: {messages: [{role: "user", content: "hi"}], max_tokens: 3}}', None),
+    ('{id: "1", type: "chat", request: {messages: [{role: "user", content: "hi"}], max_token: 3}}', "max_token"),
+    ('{id: "1", type: "skills_run", request: {name: "s", input: {a: 1}, time_limit_ms: 5}}', None),
+    ('{id: "1", type: "skills_run", request: {nam: "s"}}', "nam"),
+    ('{id: "1", type: "csi_complete", request: [{model: "m", prompt: "x", params: {max_tokens: 1}}]}', None),
+    ('{id: "1", type: "csi_complete", request: {model: "m", prompt: "x"}}', "PhariaCompletionRequest[]"),
+    ('{id: "1", type: "interrupt"}', None),
+    ('{id: "1", type: "interrupt", request: {}}', "request"),
+    ('{id: "1", type: "index_list"}', None),
+    ('{id: "1", type: "load", request: {model_ids: ["tiny-chat"], device: "gpu"}}', "device"),
+])
+def test_tsc_rejects_a_message_its_model_would_refuse(tmp_path: Path, message: str, wrong: str | None) -> None:
+    out = _tsc(tmp_path, message)
+    if wrong is None:
+        assert "error" not in out, out
+    else:
+        assert "error TS" in out and (wrong in out or "not assignable" in out), out
