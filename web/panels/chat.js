@@ -97,7 +97,7 @@ export function mountChat(root, options) {
         // the results go back to the model, which now answers in words
         request = { ...request, tool_choice: "none" };
       }
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       if (!err.shown) {
         const div = addMessage("assistant", "");
         div.classList.add("error");

@@ -64,7 +64,7 @@ export async function streamReply(engine, view, request) {
     const message = { role: "assistant", content: calls.length && !reply.trim() ? null : reply };
     if (calls.length) message.tool_calls = calls;
     return { message, finish };
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     div.classList.add("error");
     body.textContent = `${err.name}: ${err.message}`;
     throw Object.assign(err, { shown: true });

@@ -79,7 +79,7 @@ export function mountDocuments(root, options) {
     ui.status.textContent = label;
     try {
       await action(engine);
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       ui.status.classList.add("error");
       // a skill's error carries its traceback after the first line
       ui.status.textContent = `${err.name}: ${String(err.message).split("\n")[0]}`;
@@ -95,7 +95,7 @@ export function mountDocuments(root, options) {
     let docs = [];
     try {
       docs = (await engine.index.list(COLLECTION)).documents ?? [];
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       if (err.name !== "NotFoundError") throw err; // nothing added yet
     }
     listed = true;

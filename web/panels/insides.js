@@ -150,7 +150,7 @@ export function mountInsides(root) {
       const drawn = performance.now() - started - ran;
       setStatus(`${tokens.length} tokens; model ${ran.toFixed(0)} ms, charts ${drawn.toFixed(0)} ms.`);
       ui.charts.dataset.tokens = String(tokens.length);
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       setStatus(`${err.name ?? "Error"}: ${err.message}`, true);
     } finally {
       ui.show.disabled = !engine;

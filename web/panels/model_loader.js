@@ -85,7 +85,7 @@ export function mountModelLoader(root, events) {
       }
       ui.status.textContent = `${modelId} is ready (${device}).`;
       events.onLoaded(engine, modelId);
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       ui.status.textContent = `Could not load ${modelId}: ${err.message}`;
       events.onLoaded(engine, "");
     } finally {

@@ -1,0 +1,128 @@
+// @ts-check
+// OpenAI's API on the page client: `chat.completions`, `completions` and `embeddings`. Chat and
+// completions stream (one pushed chunk at a time) or answer whole; both remember what WebLLM's
+// `getMessage` and `runtimeStatsText` report.
+
+import { ChunkStream } from "./chunk_stream.js";
+import { deadline, requestCall } from "./calls.js";
+
+/**
+ * @typedef {import("./openai_types.js").ChatCompletionRequest} ChatCompletionRequest
+ * @typedef {import("./openai_types.js").ChatCompletionRequestStreaming} ChatCompletionRequestStreaming
+ * @typedef {import("./openai_types.js").ChatCompletionRequestNonStreaming} ChatCompletionRequestNonStreaming
+ * @typedef {import("./openai_types.js").ChatCompletion} ChatCompletion
+ * @typedef {import("./openai_types.js").ChatCompletionChunk} ChatCompletionChunk
+ * @typedef {import("./openai_types.js").EmbeddingCreateParams} EmbeddingCreateParams
+ * @typedef {import("./openai_types.js").CreateEmbeddingResponse} CreateEmbeddingResponse
+ * @typedef {import("./calls.js").CallOptions} CallOptions
+ * @typedef {import("./calls.js").Deadline} Deadline
+ * @typedef {import("./worker_client.js").WorkerClient} WorkerClient
+ * @typedef {import("../chat_state.js").ChatStates} ChatStates
+ */
+
+/**
+ * `stream: false` resolves to the whole result; `stream: true` to an AsyncIterable of chunks
+ * (it resolves when the first chunk arrives, so a bad request rejects here). `options.signal`
+ * (an AbortSignal) ends the generation as `interruptGenerate` does, for this request only:
+ * what was generated comes back with `finish_reason: "abort"`.
+ * @param {WorkerClient} client @param {ChatStates} states
+ * @param {"chat"|"completion"} type @param {any} request @param {CallOptions} [options]
+ * @returns {Promise<any>}
+ */
+function streamable(client, states, type, request, options = {}) {
+  request = states.withDefaults(request);
+  const id = client.newId();
+  const cancel = () => client.cancel(id);
+  const signal = options?.signal;
+  let release = () => {};
+  if (signal && typeof signal.addEventListener === "function") {
+    if (signal.aborted) queueMicrotask(cancel); // after the request is sent
+    else {
+      signal.addEventListener("abort", cancel, { once: true });
+      release = () => signal.removeEventListener("abort", cancel);
+    }
+  }
+  if (!request || !request.stream) {
+    return client.send(type, { request }, { id, ...deadline(options) }).finally(release).then((r) => {
+      states.finish(r.model, r.choices?.[0]?.message?.content ?? r.choices?.[0]?.text ?? "", r.usage);
+      return r;
+    });
+  }
+  const follow = states.follow();
+  /** @type {ChunkStream<any>} */
+  const stream = new ChunkStream(cancel);
+  return new Promise((resolve, reject) => {
+    let started = false;
+    const start = () => {
+      if (!started) {
+        started = true;
+        resolve(stream);
+      }
+    };
+    client.send(type, { request }, {
+      id,
+      ...deadline(options),
+      chunk: (c) => {
+        follow.chunk(c);
+        stream.push(c);
+        start();
+      },
+    }).finally(release).then(
+      () => {
+        follow.end();
+        stream.end();
+        start();
+      },
+      (err) => {
+        if (started) stream.end(err);
+        else reject(err);
+      },
+    );
+  });
+}
+
+/**
+ * The OpenAI namespaces of an engine.
+ * @param {WorkerClient} client @param {ChatStates} states
+ */
+export function openaiApi(client, states) {
+  /**
+   * A chat completion, streamed: resolves to the chunks (once the first one came).
+   * @overload
+   * @param {ChatCompletionRequestStreaming} request @param {CallOptions} [options]
+   * @returns {Promise<AsyncIterable<ChatCompletionChunk>>}
+   */
+  /**
+   * A chat completion, whole.
+   * @overload
+   * @param {ChatCompletionRequestNonStreaming} request @param {CallOptions} [options]
+   * @returns {Promise<ChatCompletion>}
+   */
+  /**
+   * A chat completion, streamed or whole as `request.stream` says.
+   * @overload
+   * @param {ChatCompletionRequest} request @param {CallOptions} [options]
+   * @returns {Promise<ChatCompletion|AsyncIterable<ChatCompletionChunk>>}
+   */
+  /**
+   * @param {ChatCompletionRequest} request @param {CallOptions} [options]
+   * @returns {Promise<ChatCompletion|AsyncIterable<ChatCompletionChunk>>}
+   */
+  function createChat(request, options = {}) {
+    return streamable(client, states, "chat", request, options);
+  }
+  const embeddings = /** @type {(request: EmbeddingCreateParams, options?: Deadline) => Promise<CreateEmbeddingResponse>} */ (
+    requestCall(client, "embeddings"));
+  return {
+    chat: { completions: { create: createChat } },
+    completions: {
+      /** An OpenAI (legacy) completion, streamed or whole as `request.stream` says. */
+      create: (/** @type {any} */ request, /** @type {CallOptions} */ options = {}) =>
+        streamable(client, states, "completion", request, options),
+    },
+    embeddings: {
+      /** `{input, model}` (`EmbeddingCreateParams`) -> `CreateEmbeddingResponse` */
+      create: embeddings,
+    },
+  };
+}

@@ -1,0 +1,142 @@
+// @ts-check
+// Skills on the page client: Python functions decorated with `@skill` (csi.sdk), kept in IndexedDB
+// across reloads. A skill call has a time limit; past it the page trips Python's interrupt
+// (SIGINT through a shared buffer, so only when the page is cross-origin isolated) until the skill
+// stops, and abandons the call if it does not.
+
+import { EngineError } from "../engine_error.js";
+import { deadline, milliseconds } from "./calls.js";
+
+/**
+ * @typedef {import("./worker_client.js").WorkerClient} WorkerClient
+ * @typedef {import("./calls.js").Deadline} Deadline
+ * @typedef {Deadline & {timeLimitMs?: number}} SkillOptions
+ *   `timeLimitMs`: how long the skill may run (default `skillTimeLimitMs` of the engine's config, 5 minutes)
+ */
+
+/** How long a skill may run (or its module take to load) before it is interrupted. */
+export const SKILL_TIME_LIMIT_MS = 300_000;
+/** Past a skill's time limit (or after interruptGenerate), the page trips Python's interrupt this often. */
+const TRIP_EVERY_MS = 200;
+/** interruptGenerate() trips Python's interrupt for at most this long. */
+const TRIP_INTERRUPT_FOR_MS = 10_000;
+/** A skill still running this long past its time limit is abandoned: its call rejects. */
+const ABANDON_AFTER_MS = 3_000;
+
+/** Python's interrupt flag and the page's interrupt count, shared with the worker when the page is isolated. */
+export class PythonInterrupts {
+  /** @param {Worker} worker */
+  constructor(worker) {
+    /** @type {Uint8Array|null} Pyodide's interrupt flag */
+    this.interruptBuffer = null;
+    /** @type {Int32Array|null} how many times interruptGenerate() was called */
+    this.pageInterrupts = null;
+    if (globalThis.crossOriginIsolated && typeof SharedArrayBuffer === "function") {
+      const shared = new SharedArrayBuffer(8);
+      this.interruptBuffer = new Uint8Array(shared, 0, 1);
+      this.pageInterrupts = new Int32Array(shared, 4, 1);
+      worker.postMessage({ type: "interrupt_buffer", buffer: shared });
+    }
+  }
+
+  /** Trip Python's interrupt: the skill whose code runs stops there if it is due. */
+  trip() {
+    if (this.interruptBuffer) Atomics.store(this.interruptBuffer, 0, 2); // SIGINT
+  }
+
+  /** No skill runs any more: nothing should be interrupted. */
+  clear() {
+    if (this.interruptBuffer) Atomics.store(this.interruptBuffer, 0, 0);
+  }
+}
+
+/**
+ * A skill call with a time limit: past it, Python is interrupted (KeyboardInterrupt in the skill),
+ * which needs the page to be cross-origin isolated; elsewhere the limit cannot stop a skill.
+ * @param {WorkerClient} client @param {PythonInterrupts} interrupts @param {number|undefined} defaultLimitMs
+ * @param {"skills_register"|"skills_run"} type @param {any} body @param {SkillOptions} options
+ * @returns {Promise<any>}
+ */
+function skillCall(client, interrupts, defaultLimitMs, type, body, options) {
+  const id = client.newId();
+  const limit = /** @type {number} */ (milliseconds(options?.timeLimitMs ?? defaultLimitMs ??
+    SKILL_TIME_LIMIT_MS, "timeLimitMs"));
+  const { timeoutMs, progress } = deadline(options);
+  // the worker counts the limit from the skill's start; a timeout (from now) shortens it
+  const time_limit_ms = Math.min(limit, milliseconds(timeoutMs, "timeoutMs") ?? limit);
+  const name = typeof body?.name === "string" ? body.name : "";
+  /** @type {ReturnType<typeof setTimeout>|undefined} */
+  let timer;
+  const started = performance.now();
+  const trip = () => {
+    const over = performance.now() - started - time_limit_ms;
+    if (over > ABANDON_AFTER_MS && client.pending.has(id)) {
+      // it waits on something that never ends, or catches its interruption: the call ends here
+      client.abandon(id, done);
+      client.settle(id, (p) => p.reject(new EngineError({ name: "SkillError", message: `skill ${name} ran past ` +
+        `its time limit of ${time_limit_ms / 1000} s and did not stop within ${ABANDON_AFTER_MS / 1000} s: ` +
+        "it was abandoned (the worker may still be busy with it)" })));
+    }
+    if (over > 20 * ABANDON_AFTER_MS) return; // it ignores every interrupt: stop asking
+    interrupts.trip();
+    timer = setTimeout(trip, TRIP_EVERY_MS);
+  };
+  const done = () => {
+    clearTimeout(timer);
+    client.skillCalls.delete(id);
+    if (!client.skillCalls.size) interrupts.clear();
+  };
+  // `done` once the worker is done with it: Python's interrupt is tripped until then, even when
+  // the page has stopped waiting (timeoutMs)
+  const call = client.send(type, { request: { ...body, time_limit_ms } }, { id, timeoutMs, progress, onFinal: done });
+  client.skillCalls.set(id, name);
+  // a skill that keeps Python busy is stopped by Python's interrupt, which Python's handler aims
+  // at the skill that is due (csi.skills.interrupts); it is tripped until the call settles
+  timer = setTimeout(trip, time_limit_ms);
+  if (!client.pending.has(id)) done(); // refused before it was sent
+  return call;
+}
+
+/**
+ * After interruptGenerate(): the skills running now stop, even before the worker reads its
+ * `interrupt` message (Python's interrupt is tripped for them, for at most 10 s).
+ * @param {WorkerClient} client @param {PythonInterrupts} interrupts
+ */
+export function interruptSkills(client, interrupts) {
+  if (!client.skillCalls.size || !interrupts.pageInterrupts) return;
+  Atomics.add(interrupts.pageInterrupts, 0, 1);
+  const targets = [...client.skillCalls.keys()];
+  const until = performance.now() + TRIP_INTERRUPT_FOR_MS;
+  const trip = () => {
+    if (!targets.some((t) => client.skillCalls.has(t)) || performance.now() > until) return;
+    interrupts.trip();
+    setTimeout(trip, TRIP_EVERY_MS);
+  };
+  trip();
+}
+
+/**
+ * The `skills` namespace of an engine.
+ * @param {WorkerClient} client @param {PythonInterrupts} interrupts
+ * @param {() => number|undefined} defaultLimitMs the engine's `skillTimeLimitMs`, read at each call
+ */
+export function skillsApi(client, interrupts, defaultLimitMs) {
+  /** @param {"skills_register"|"skills_run"} type @param {any} body @param {SkillOptions} options */
+  const call = (type, body, options) => skillCall(client, interrupts, defaultLimitMs(), type, body, options);
+  return {
+    /** @param {{name: string, source: string}} skill @param {SkillOptions} [options] -> `{name, description, input_schema, output_schema}` */
+    register: (skill, options = {}) => call("skills_register", { name: skill?.name, source: skill?.source }, options),
+    /** @param {Deadline} [options] -> `[{name, description, builtin, error}]` */
+    list: (options = {}) => client.send("skills_list", {}, deadline(options)),
+    /** @param {string} name @param {Deadline} [options] -> `{description, input_schema, output_schema}` */
+    metadata: (name, options = {}) => client.send("skills_metadata", { request: { name } }, deadline(options)),
+    /**
+     * @param {string} name @param {any} input a JSON value -> the skill's output (a JSON value)
+     * @param {SkillOptions} [options] past `timeLimitMs` of running the skill is interrupted and
+     *   the call rejects with a `SkillError`
+     */
+    run: (name, input, options = {}) => call("skills_run", { name, input }, options),
+    /** @param {string} name @param {Deadline} [options] */
+    remove: (name, options = {}) => client.send("skills_remove", { request: { name } }, deadline(options)),
+  };
+}
