@@ -10,7 +10,8 @@ from csi.backends.local_host import LocalHost
 from csi.core.backend import StepResult
 from csi.core.engine import Engine
 from csi.runtime import build_runtime
-from csi.sdk.inference import FinishReason, chat_response_from_wire, completion_from_wire
+from csi.sdk.inference import FinishReason
+from csi.skills.sdk_wire import chat_response_from_wire, completion_from_wire
 from csi.testing import ScriptedBackend
 from tests.support.aio import run_async
 from tests.support.faces import completion, inference, remote_llm

@@ -29,8 +29,3 @@ class Chunk:
 
     text: str
     offset: int
-
-
-def chunk_request_wire(r: ChunkRequest) -> dict[str, object]:
-    p = r.params
-    return {"text": r.text, "params": {"model": p.model, "max_tokens": p.max_tokens, "overlap": p.overlap}}

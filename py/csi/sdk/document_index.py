@@ -218,21 +218,3 @@ class Document:
     def text(self) -> str:
         """The text items joined by blank lines."""
         return "\n\n".join(c.text for c in self.contents if isinstance(c, Text))
-
-
-def path_wire(p: DocumentPath) -> dict[str, str]:
-    return {"namespace": p.namespace, "collection": p.collection, "name": p.name}
-
-
-def path_from_wire(d: dict[str, Any]) -> DocumentPath:
-    return DocumentPath(d["namespace"], d["collection"], d["name"])
-
-
-def search_result_from_wire(d: dict[str, Any]) -> SearchResult:
-    return SearchResult(path_from_wire(d["document_path"]), d["content"], float(d["score"]),
-                        Cursor(**d["start"]), Cursor(**d["end"]))
-
-
-def document_from_wire(d: dict[str, Any]) -> Document:
-    contents: list[Modality] = [Image() if c == "image" else Text(c["text"]) for c in d["contents"]]
-    return Document(path_from_wire(d["path"]), contents, d["metadata"])

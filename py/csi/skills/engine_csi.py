@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.scope import Scope
 from ..faces.pharia import inference, text
 from ..index.types import PathBatch, SearchBatch
-from ..sdk.chunking import Chunk, ChunkRequest, chunk_request_wire
+from ..sdk.chunking import Chunk, ChunkRequest
 from ..sdk.csi import Csi
 from ..sdk.document_index import (
     Document,
@@ -23,23 +23,26 @@ from ..sdk.document_index import (
     JsonSerializable,
     SearchRequest,
     SearchResult,
-    document_from_wire,
-    path_wire,
-    search_result_from_wire,
 )
 from ..sdk.inference import (
     ChatRequest,
     ChatResponse,
     Completion,
     CompletionRequest,
-    chat_request_wire,
-    chat_response_from_wire,
-    completion_from_wire,
-    completion_request_wire,
 )
 from ..sdk.language import Language, SelectLanguageRequest
 from ..wire import parse_batch
 from .interrupts import checkpoint
+from .sdk_wire import (
+    chat_request_wire,
+    chat_response_from_wire,
+    chunk_request_wire,
+    completion_from_wire,
+    completion_request_wire,
+    document_from_wire,
+    path_wire,
+    search_result_from_wire,
+)
 
 if TYPE_CHECKING:
     from types import ModuleType
