@@ -7,7 +7,7 @@ taken as they are when 2.1.1 embeds them byte for byte, and the others are carve
 (between their neighbours, which are found verbatim), decompressed and checked (language, n-gram order).
 Each language becomes ``.cache/lang/<iso639-3>.bin`` (synced to ``dist/lang/``), plus ``index.json``.
 
-File format (little-endian), read by ``csi.language``::
+File format (little-endian), read by ``csi.text.language``::
 
     b"CSIL" u8 version=1 u8 section_count
     section_count x (u8 kind, u8 order, u32 byte_length)     kind: 1 probabilities, 2 unique, 3 most common

@@ -1,4 +1,4 @@
-"""csi.chunking against semantic-text-splitter (the text-splitter crate Pharia Kernel chunks with),
+"""csi.text.chunking against semantic-text-splitter (the text-splitter crate Pharia Kernel chunks with),
 same tokenizer, capacity and overlap, over a varied corpus: chunks and offsets must be identical."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""select_language (csi.language) against lingua 2.1.1, the detector Pharia Kernel runs.
+"""select_language (csi.text.language) against lingua 2.1.1, the detector Pharia Kernel runs.
 
 Reference: ``LanguageDetectorBuilder.from_iso_codes_639_3(...).with_minimum_relative_distance(0.5)`` and
 ``detect_language_of``, with the same candidates. Corpus: the Universal Declaration of Human Rights in all 75

@@ -109,7 +109,7 @@ def queries() -> list[str]:
 
 
 def ref_terms(text: str) -> Counter[str]:
-    """Lower-cased words; CJK ideographs and kana one per term (csi.lexical's rule, for this corpus)."""
+    """Lower-cased words; CJK ideographs and kana one per term (csi.index.lexical's rule, for this corpus)."""
     return Counter(t.lower() for t in re.findall(r"[\u3040-\u30ff\u4e00-\u9fff]|[^\W_\u3040-\u30ff\u4e00-\u9fff]+",
                                                   text))
 

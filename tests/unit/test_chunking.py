@@ -1,4 +1,4 @@
-"""csi.chunking against the reference: PyPI semantic-text-splitter 0.33.1 (the Rust text-splitter crate).
+"""csi.text.chunking against the reference: PyPI semantic-text-splitter 0.33.1 (the Rust text-splitter crate).
 
 Every expected chunk list is computed here, by the reference, for the same text, sizer, capacity and overlap.
 """

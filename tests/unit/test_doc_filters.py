@@ -1,4 +1,4 @@
-"""Metadata filters of the Pharia document-index interface (csi.doc_filters) against a brute-force reference."""
+"""Metadata filters of the Pharia document-index interface (csi.index.filters) against a brute-force reference."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Where documents, indexes and chunk embeddings live, and the whole-corpus scoring kernel.
 
-``IndexStore`` is what ``csi.doc_index`` needs: durable writes (one transaction per call, returning
+``IndexStore`` is what ``csi.index.service`` needs: durable writes (one transaction per call, returning
 only once committed) and a search kernel over every chunk of an index. The worker's store is
 worker/doc_store.js (IndexedDB, embeddings in one Float32Array per index); ``MemoryIndexStore``
 serves CPython with the same semantics in plain Python.

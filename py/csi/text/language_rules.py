@@ -1,4 +1,4 @@
-"""lingua's rule-based language filters for ``csi.language``: scripts, tokens, unique characters.
+"""lingua's rule-based language filters for ``csi.text.language``: scripts, tokens, unique characters.
 
 Scripts follow Rust regex's ``\\p{Script}`` (the Script property, not Script_Extensions), as lingua 2.x uses.
 The script ranges below were generated from the Unicode Character Database (Script property) once.
