@@ -19,7 +19,7 @@ import { Guts } from "./guts.js";
 import { HUB, SITE_ONLY, abortLoads, beginLoad } from "./hub_fetch.js";
 import { LOGIT_PROCESSORS } from "./logit_processors.js";
 import { configureRuntime } from "./runtime_env.js";
-import { Sampler } from "./sampling.js";
+import { Sampler } from "./sampling/index.js";
 
 /**
  * The models the site serves from /models/<id>/ (built in, or imported from a GGUF by

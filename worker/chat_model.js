@@ -6,7 +6,7 @@
 import { Tensor } from "../vendor/transformers/transformers.js";
 import { Grammars } from "./grammar.js";
 import { LOGIT_PROCESSORS, processedLogits } from "./logit_processors.js";
-import { Sampler } from "./sampling.js";
+import { Sampler } from "./sampling/index.js";
 
 /**
  * Seconds per step: the forward pass, the registered logit processor, the grammar's mask, the

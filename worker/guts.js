@@ -7,7 +7,7 @@
 import { env, Tensor } from "../vendor/transformers/transformers.js";
 import { EXPANDED_DATA, expandBlocks } from "./gguf_blocks.js";
 import { graphSummary, withOutputs } from "./onnx_graph.js";
-import { logprobs } from "./sampling.js";
+import { logprobs } from "./sampling/index.js";
 
 /**
  * @typedef {{hidden: string, token_embedding: string, positional: string|null, logits: string,
