@@ -5,7 +5,7 @@
 // itself (as JSON text). The message protocol is declared in protocol.js.
 
 import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
-import { Bridge, SITE_MODELS_LISTED } from "./bridge.js";
+import { Bridge, SITE_MODELS_LISTED } from "./bridge/index.js";
 import { Host } from "./host.js";
 import { setLogitProcessorRegistry } from "./logit_processors.js";
 
