@@ -166,7 +166,7 @@ export class Guts {
       position_ids: new Tensor("int64", BigInt64Array.from({ length: n }, (_, i) => BigInt(i)), [1, n]).ort_tensor,
     };
     for (const [name, t] of Object.entries(this.chat.emptyCache())) feeds[name] = /** @type {any} */ (t).ort_tensor;
-    const inputs = Object.fromEntries(this.session.inputNames.filter((k) => k in feeds).map((k) => [k, feeds[k]]));
+    const inputs = Object.fromEntries(this.session.inputNames.filter((/** @type {string} */ k) => k in feeds).map((/** @type {string} */ k) => [k, feeds[k]]));
     const fetches = [plan.logits, plan.hidden, plan.token_embedding, ...(plan.positional ? [plan.positional] : [])];
     const out = await this.session.run(inputs, fetches);
     const hidden = float32(out[plan.hidden]);
