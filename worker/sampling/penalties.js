@@ -1,7 +1,5 @@
 // Repetition, frequency and presence penalties and the logit bias, on a float32 copy of the logits.
 
-import { scratchFor } from "./scratch.js";
-
 /** @typedef {import("./params.js").SamplingParams} SamplingParams */
 
 /** The largest float32: a repetition penalty saturates there instead of making an infinity. */
@@ -13,12 +11,16 @@ export function changesLogits(p) {
     || (p.logit_bias ?? []).length !== 0;
 }
 
+/** Where the changed logits are written, reused across steps (a step is synchronous). */
+let copyBuffer = new Float32Array(0);
+
 /**
  * `logits` copied into the scratch buffer (valid until the next step), to be changed there.
  * @param {Float32Array} logits
  */
 export function scratchCopy(logits) {
-  const out = scratchFor(logits.length).f32.subarray(0, logits.length);
+  if (copyBuffer.length < logits.length) copyBuffer = new Float32Array(logits.length);
+  const out = copyBuffer.subarray(0, logits.length);
   out.set(logits);
   return out;
 }

@@ -8,11 +8,15 @@
 // passes over typed arrays whatever the distribution's shape.
 
 import { orderBy, sortByKey } from "./order.js";
-import { BUCKETS, SORTED_WALK, scratchFor } from "./scratch.js";
 
 /** @typedef {import("./params.js").SamplingParams} SamplingParams */
-/** @typedef {import("./scratch.js").Scratch} Scratch */
 /** @typedef {import("./rng.js").Rng} Rng */
+
+// (module-local constants: the per-token loops read them over the whole vocabulary)
+/** Sets at most this large are sorted and walked in order. */
+const SORTED_WALK = 512;
+/** Buckets of the histogram over the logit range. */
+const BUCKETS = 4096;
 
 /**
  * The histogram spans at most this many temperature-scaled logits below the best (weights down to
@@ -20,6 +24,27 @@ import { BUCKETS, SORTED_WALK, scratchFor } from "./scratch.js";
  * not squeeze the rest into a few buckets.
  */
 const SPAN = 40;
+
+/**
+ * `w` weights, `idx` token ids in some order, `bucket` each token's histogram bucket, `mass` and
+ * `count` per bucket, `tmp` room for a counting sort.
+ * @typedef {{w: Float64Array, idx: Int32Array, bucket: Uint16Array, mass: Float64Array,
+ *            count: Int32Array, tmp: Int32Array}} Scratch
+ */
+/** @type {Scratch|null} reused across steps (a step is synchronous) */
+let scratch = null;
+
+/** The scratch arrays, for a vocabulary of `n`. @param {number} n @returns {Scratch} */
+function scratchFor(n) {
+  if (!scratch || scratch.w.length < n) {
+    scratch = {
+      // idx: a cut bucket as large as the vocabulary may be gathered after SORTED_WALK slots
+      w: new Float64Array(n), idx: new Int32Array(n + SORTED_WALK), bucket: new Uint16Array(n),
+      mass: new Float64Array(BUCKETS + 1), count: new Int32Array(BUCKETS + 1), tmp: new Int32Array(n),
+    };
+  }
+  return scratch;
+}
 
 /** The first token with the largest logit. @param {Float32Array} logits */
 export function argmax(logits) {
