@@ -139,7 +139,7 @@ def decode_bench(page: Any, model: str, device: str, hub: str | None, tokens: in
 
 SAMPLING_SCRIPT = """
 async ([vocab, repeats]) => {
-  const { Sampler } = await import('/worker/sampling.js');
+  const { Sampler } = await import('/worker/sampling/index.js');
   // a fixed pseudo-random normal sample (so every run weighs the same logits)
   let s = 12345;
   const rand = () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296);
@@ -182,5 +182,5 @@ async ([vocab, repeats]) => {
 
 
 def sampling_bench(page: Any, vocab: int = 151_936, repeats: int = 100) -> dict[str, Any]:
-    """Milliseconds per token of worker/sampling.js alone (median), by knob and distribution shape."""
+    """Milliseconds per token of worker/sampling/ alone (median), by knob and distribution shape."""
     return {"vocab": vocab, "ms_per_token": page.evaluate(SAMPLING_SCRIPT, [vocab, repeats])}

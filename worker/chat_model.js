@@ -6,7 +6,7 @@
 import { Tensor } from "../vendor/transformers/transformers.js";
 import { Grammars } from "./grammar.js";
 import { LOGIT_PROCESSORS, processedLogits } from "./logit_processors.js";
-import { Sampler } from "./sampling.js";
+import { Sampler } from "./sampling/index.js";
 
 /**
  * Seconds per step: the forward pass, the registered logit processor, the grammar's mask, the
@@ -58,8 +58,8 @@ export class ChatModel {
     /** @type {import("./guts.js").Guts|null} set by the Bridge */
     this.guts = null;
     const session = model.sessions.model ?? Object.values(model.sessions)[0];
-    this.cacheInputs = session.inputNames.filter((n) => n.startsWith("past_key_values."));
-    this.cacheMeta = Object.fromEntries((session.inputMetadata ?? []).map((m) => [m.name, m]));
+    this.cacheInputs = session.inputNames.filter((/** @type {string} */ n) => n.startsWith("past_key_values."));
+    this.cacheMeta = Object.fromEntries((session.inputMetadata ?? []).map((/** @type {any} */ m) => [m.name, m]));
     this.usesPositionIds = session.inputNames.includes("position_ids");
   }
 
@@ -67,6 +67,7 @@ export class ChatModel {
     const c = this.config;
     const heads = c.num_key_value_heads ?? c.num_attention_heads ?? c.n_head;
     const headDim = c.head_dim ?? (c.hidden_size ?? c.n_embd) / (c.num_attention_heads ?? c.n_head);
+    /** @type {Record<string, any>} */
     const cache = {};
     for (const name of this.cacheInputs) {
       const meta = this.cacheMeta[name];
@@ -112,6 +113,7 @@ export class ChatModel {
       this.reset();
       return 0;
     }
+    /** @type {Record<string, any>} */
     const past = {};
     for (const [name, t] of Object.entries(this.past)) {
       past[name] = t.location === "gpu-buffer" ? this.#cutOnGpu(t, n) : cutOnCpu(t, n);
@@ -160,6 +162,7 @@ export class ChatModel {
     const n = ids.length;
     const start = this.pastLength;
     const total = start + n;
+    /** @type {Record<string, any>} */
     const inputs = {
       input_ids: new Tensor("int64", BigInt64Array.from(ids, (x) => BigInt(x)), [1, n]),
       attention_mask: new Tensor("int64", new BigInt64Array(total).fill(1n), [1, total]),
@@ -169,6 +172,7 @@ export class ChatModel {
       inputs.position_ids = new Tensor("int64", BigInt64Array.from({ length: n }, (_, i) => BigInt(start + i)), [1, n]);
     }
     const out = await this.model.forward(inputs);
+    /** @type {Record<string, any>} */
     const next = {};
     for (const [name, t] of Object.entries(out)) {
       if (name.startsWith("present")) next[name.replace("present", "past_key_values")] = t;

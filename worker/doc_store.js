@@ -91,7 +91,7 @@ export class DocStore {
   async names(namespace, collection) {
     const keys = await transact(["documents"], "readonly", (tx) =>
       result(tx.objectStore("documents").getAllKeys(prefixRange([namespace, collection]))));
-    return keys.map((k) => k[2]);
+    return keys.map((k) => /** @type {string[]} */ (k)[2]);
   }
 
   /** @param {string} namespace @param {string} collection */
@@ -108,8 +108,8 @@ export class DocStore {
       result(tx.objectStore("documents").getAllKeys(prefixRange([namespace, collection]))),
       result(tx.objectStore("chunks").getAllKeys(prefixRange([namespace, collection, index]))),
     ]));
-    const indexed = new Set(done.map((k) => k[3]));
-    return JSON.stringify(docs.map((k) => k[2]).filter((n) => !indexed.has(n)));
+    const indexed = new Set(done.map((k) => /** @type {string[]} */ (k)[3]));
+    return JSON.stringify(docs.map((k) => /** @type {string[]} */ (k)[2]).filter((n) => !indexed.has(n)));
   }
 
   // ---- writes ------------------------------------------------------------------------------------
@@ -170,6 +170,7 @@ export class DocStore {
    * @param {string} docsJson @param {Uint8Array} vectors
    */
   async putDocuments(docsJson, vectors) {
+    /** @type {any[]} */
     const docs = JSON.parse(docsJson);
     const configs = await this.configsOf(docs.map((d) => [d.namespace, d.collection]));
     /** @type {[string[], string, any, Float32Array][]} applied to loaded indexes once committed */
@@ -181,8 +182,8 @@ export class DocStore {
       for (const d of docs) {
         tx.objectStore("collections").put({ key: [d.namespace, d.collection] });
         tx.objectStore("documents").put({ key: [d.namespace, d.collection, d.name], body: d.body, metadata: d.metadata });
-        const given = new Map(d.chunks.map((cs) => [cs.index, cs]));
-        for (const config of configs.get(id([d.namespace, d.collection]))) {
+        const given = new Map(d.chunks.map((/** @type {any} */ cs) => [cs.index, cs]));
+        for (const config of /** @type {IndexConfig[]} */ (configs.get(id([d.namespace, d.collection])))) {
           const key = [d.namespace, d.collection, config.index, d.name];
           const cs = given.get(config.index);
           if (!cs) {
@@ -207,11 +208,13 @@ export class DocStore {
    * @param {string} chunksJson @param {Uint8Array} vectors
    */
   async addChunks(namespace, collection, index, chunksJson, vectors) {
+    /** @type {any[]} */
     const sets = JSON.parse(chunksJson);
     const [config] = (await this.configs(namespace, collection)).filter((c) => c.index === index);
     if (!config) throw new Error(`no index ${index}`);
     const docs = await transact(["documents"], "readonly", (tx) =>
       Promise.all(sets.map((cs) => result(tx.objectStore("documents").get([namespace, collection, cs.name])))));
+    /** @type {[string[], string, any, Float32Array][]} */
     const applied = [];
     await transact(["chunks"], "readwrite", (tx) => {
       for (const [i, cs] of sets.entries()) {
@@ -230,10 +233,11 @@ export class DocStore {
 
   /** @param {string} pathsJson [[namespace, collection, name]] @returns {Promise<string>} JSON [existed] */
   async deleteDocuments(pathsJson) {
+    /** @type {string[][]} */
     const paths = JSON.parse(pathsJson);
     const configs = await this.configsOf(paths);
     // a document's chunks sit under every index of its collection
-    const removed = paths.flatMap((p) => configs.get(id([p[0], p[1]])).map((c) => [p[0], p[1], c.index, p[2]]));
+    const removed = paths.flatMap((p) => /** @type {IndexConfig[]} */ (configs.get(id([p[0], p[1]]))).map((c) => [p[0], p[1], c.index, p[2]]));
     const existed = await transact(["documents", "chunks"], "readwrite", (tx) => {
       const docs = tx.objectStore("documents");
       const found = paths.map((p) => result(docs.count(p)));
@@ -283,6 +287,7 @@ export class DocStore {
 
   /** @param {string} pathsJson @returns {Promise<string>} JSON list of documents or null */
   async documents(pathsJson) {
+    /** @type {string[][]} */
     const paths = JSON.parse(pathsJson);
     const rows = await transact(["documents"], "readonly", (tx) =>
       Promise.all(paths.map((p) => result(tx.objectStore("documents").get(p)))));
@@ -335,6 +340,7 @@ export class DocStore {
    * @param {string} namespace @param {string} collection
    */
   async chunkCounts(namespace, collection) {
+    /** @type {Record<string, Record<string, number>>} */
     const out = {};
     for (const n of await this.names(namespace, collection)) out[n] = {};
     for (const c of await this.configs(namespace, collection)) {

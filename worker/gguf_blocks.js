@@ -189,6 +189,7 @@ export function expandBlocks(buf) {
   const sources = new Set(recipes.flatMap((r) => [r.q, r.d, r.m]).filter((x) => typeof x === "string"));
   const raw = rawInitializers(buf, g, /** @type {Set<string>} */ (sources));
   const sizes = recipes.map((r) => r.dims[0] * r.dims[1] * 4);
+  /** @type {number[]} */
   const offsets = [];
   let total = 0;
   for (const size of sizes) {

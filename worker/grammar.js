@@ -120,7 +120,7 @@ export class Grammars {
     }
     this.cache.set(key, compiled);
     if (this.cache.size > CACHE_SIZE) {
-      const [oldest, value] = this.cache.entries().next().value;
+      const [oldest, value] = /** @type {[string, any]} */ (this.cache.entries().next().value);
       this.cache.delete(oldest);
       value.dispose();
     }

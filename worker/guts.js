@@ -7,7 +7,7 @@
 import { env, Tensor } from "../vendor/transformers/transformers.js";
 import { EXPANDED_DATA, expandBlocks } from "./gguf_blocks.js";
 import { graphSummary, withOutputs } from "./onnx_graph.js";
-import { logprobs } from "./sampling.js";
+import { logprobs } from "./sampling/index.js";
 
 /**
  * @typedef {{hidden: string, token_embedding: string, positional: string|null, logits: string,
@@ -166,7 +166,7 @@ export class Guts {
       position_ids: new Tensor("int64", BigInt64Array.from({ length: n }, (_, i) => BigInt(i)), [1, n]).ort_tensor,
     };
     for (const [name, t] of Object.entries(this.chat.emptyCache())) feeds[name] = /** @type {any} */ (t).ort_tensor;
-    const inputs = Object.fromEntries(this.session.inputNames.filter((k) => k in feeds).map((k) => [k, feeds[k]]));
+    const inputs = Object.fromEntries(this.session.inputNames.filter((/** @type {string} */ k) => k in feeds).map((/** @type {string} */ k) => [k, feeds[k]]));
     const fetches = [plan.logits, plan.hidden, plan.token_embedding, ...(plan.positional ? [plan.positional] : [])];
     const out = await this.session.run(inputs, fetches);
     const hidden = float32(out[plan.hidden]);

@@ -24,7 +24,7 @@ export function database() {
     const req = indexedDB.open(DB_NAME, DB_VERSION);
     let timer = 0;
     let gaveUp = false;
-    const fail = (err) => {
+    const fail = (/** @type {unknown} */ err) => {
       if (gaveUp) return;
       clearTimeout(timer);
       gaveUp = true;
@@ -87,7 +87,7 @@ export async function transact(stores, mode, body) {
     }
     // the body's own read promises reject too when the transaction fails: the rejection below says why
     if (result instanceof Promise) result.catch(() => {});
-    tx.oncomplete = () => resolve(result);
+    tx.oncomplete = () => resolve(/** @type {Awaited<T>} */ (result));
     tx.onerror = (event) =>
       reject(tx.error ?? /** @type {IDBRequest|null} */ (event.target)?.error ?? new Error("transaction failed"));
     tx.onabort = () => reject(tx.error ?? new Error("transaction aborted"));

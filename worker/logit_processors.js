@@ -23,7 +23,7 @@ export function setLogitProcessorRegistry(registry) {
   if (!(registry instanceof Map)) throw new TypeError("a logit processor registry is a Map of model id -> processor");
   for (const [id, p] of registry) {
     for (const method of ["processLogits", "processSampledToken", "resetState"]) {
-      if (typeof p?.[method] !== "function") throw new TypeError(`the logit processor of ${id} has no ${method}()`);
+      if (typeof /** @type {any} */ (p)?.[method] !== "function") throw new TypeError(`the logit processor of ${id} has no ${method}()`);
     }
   }
   LOGIT_PROCESSORS.clear();

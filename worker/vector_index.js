@@ -10,6 +10,16 @@
 const GROW = 1.5;
 
 export class VectorIndex {
+  // rows reserved, and the arrays of every row: made by alloc()
+  capacity = 0;
+  vectors = new Float32Array(0);
+  rowDoc = new Int32Array(0);
+  rowItem = new Int32Array(0);
+  rowStart = new Int32Array(0);
+  rowEnd = new Int32Array(0);
+  rowLength = new Int32Array(0);
+  alive = new Uint8Array(0);
+
   /** @param {number} dims @param {boolean} hybrid @param {number} capacity rows to reserve */
   constructor(dims, hybrid, capacity = 1024) {
     this.dims = dims;
@@ -42,7 +52,7 @@ export class VectorIndex {
      */
     const copy = (Type, arr, width = 1) => {
       const out = new Type(capacity * width);
-      if (old) out.set(arr.subarray(0, this.rows * width));
+      if (old) out.set(/** @type {A} */ (arr).subarray(0, this.rows * width));
       return out;
     };
     this.vectors = copy(Float32Array, old?.vectors, this.dims);

@@ -5,7 +5,7 @@
 // itself (as JSON text). The message protocol is declared in protocol.js.
 
 import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
-import { Bridge, SITE_MODELS_LISTED } from "./bridge.js";
+import { Bridge, SITE_MODELS_LISTED } from "./bridge/index.js";
 import { Host } from "./host.js";
 import { setLogitProcessorRegistry } from "./logit_processors.js";
 
@@ -85,8 +85,8 @@ async function boot(id) {
   bootProgress(id, "wheels", 0);
   const wheels = await (await fetch(new URL("wheels/wheels.json", SITE))).json();
   await pyodide.loadPackage(
-    wheels.map((w) => new URL(`wheels/${w}`, SITE).href),
-    { messageCallback: () => {}, errorCallback: (e) => console.error(e) },
+    wheels.map((/** @type {string} */ w) => new URL(`wheels/${w}`, SITE).href),
+    { messageCallback: () => {}, errorCallback: (/** @type {string} */ e) => console.error(e) },
   );
   const t2 = performance.now();
   await SITE_MODELS_LISTED;
@@ -144,12 +144,12 @@ async function onMessage(event) {
     let text;
     try {
       text = typeof data === "string" ? data : JSON.stringify(data) ?? "null";
-    } catch (err) {
+    } catch (/** @type {any} */ err) {
       post({ id: idOf(data), type: "error", error: { name: "InvalidInputError", message: `the message is not JSON: ${err?.message ?? err}`, param: "message" } });
       return;
     }
     app.handle(text);
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     if (err?.pyodide_fatal_error) {
       announceEnd(`the worker's Python failed fatally: ${err?.message ?? err}`);
       return;

@@ -94,7 +94,7 @@ def _node(script: str) -> object:
 
 @pytest.mark.parametrize("seed", [0, 1, 123456789, 2**40 + 17, -5])
 def test_generator_is_the_one_in_worker_sampling_js(seed):
-    js = _node(f"""import {{ makeRng }} from "{ROOT}/worker/sampling.js";
+    js = _node(f"""import {{ makeRng }} from "{ROOT}/worker/sampling/index.js";
                    const r = makeRng({seed});
                    console.log(JSON.stringify(Array.from({{length: 50}}, () => r.next())));""")
     rng = Mulberry32(seed)
@@ -106,7 +106,7 @@ def test_generator_is_the_one_in_worker_sampling_js(seed):
 )
 def test_candidates_are_the_ones_in_worker_sampling_js(params):
     logits = hf_next_logits(hf_prompt_ids(PROMPTS[2]))
-    js = _node(f"""import {{ candidates }} from "{ROOT}/worker/sampling.js";
+    js = _node(f"""import {{ candidates }} from "{ROOT}/worker/sampling/index.js";
                    const logits = Float32Array.from({json.dumps(logits.tolist())});
                    const c = candidates(logits, {json.dumps(params.to_dict())});
                    console.log(JSON.stringify({{ids: Array.from(c.ids), probs: Array.from(c.probs)}}));""")

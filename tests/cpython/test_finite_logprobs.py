@@ -1,5 +1,5 @@
 """Log-probabilities are always finite numbers: repetition penalties that could make float32 logits
-infinite are refused on every face that takes one, and worker/sampling.js and the CPython backend
+infinite are refused on every face that takes one, and worker/sampling/ and the CPython backend
 floor what is left (no chance at all, logits that are not finite) at MIN_LOGPROB, never sending
 -Infinity or NaN (JSON ``null``)."""
 
@@ -104,7 +104,7 @@ CRAFTED = [
 ]
 
 NODE = f"""
-  import {{ processLogits, logprobs }} from "{ROOT}/worker/sampling.js";
+  import {{ processLogits, logprobs }} from "{ROOT}/worker/sampling/index.js";
   import {{ readFileSync }} from "node:fs";
   const cases = JSON.parse(readFileSync(0, "utf8"));
   console.log(JSON.stringify(cases.map((c) => {{

@@ -46,9 +46,9 @@ def dense(ids: np.ndarray, probs: np.ndarray, size: int) -> np.ndarray:
 
 
 def js_steps(steps: list[dict]) -> list[dict]:
-    """processLogits + candidates of worker/sampling.js on each step, run by node."""
+    """processLogits + candidates of worker/sampling/ on each step, run by node."""
     script = f"""
-      import {{ processLogits, candidates }} from "{ROOT}/worker/sampling.js";
+      import {{ processLogits, candidates }} from "{ROOT}/worker/sampling/index.js";
       import {{ readFileSync }} from "node:fs";
       const steps = JSON.parse(readFileSync(0, "utf8"));
       console.log(JSON.stringify(steps.map((s) => {{

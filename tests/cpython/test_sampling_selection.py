@@ -1,4 +1,4 @@
-"""worker/sampling.js draws by selection, not by sorting: the same tokens, kept sets and log-probabilities
+"""worker/sampling/ draws by selection, not by sorting: the same tokens, kept sets and log-probabilities
 as the sorting reference (csi.backends.cpython.logits, numpy), for the same seed, at real vocabulary sizes and
 on the distributions that used to be slow (flat), with ties, masks and every knob."""
 
@@ -20,7 +20,7 @@ DRAWS = 8
 SEEDS = [0, 7, 2**33 + 5]
 
 NODE = f"""
-import {{ makeRng, sample, candidates, logprobs, Sampler }} from "{ROOT}/worker/sampling.js";
+import {{ makeRng, sample, candidates, logprobs, Sampler }} from "{ROOT}/worker/sampling/index.js";
 import {{ readFileSync }} from "node:fs";
 const job = JSON.parse(readFileSync(process.argv[1], "utf8"));
 const buf = readFileSync(process.argv[2]);

@@ -1,0 +1,89 @@
+// The JS side of the Python engine's Backend, the object csi.backends.pyodide calls by method name:
+// tokenizers, forward passes with the KV cache kept in each ChatModel (chat_model.js: on the CPU or
+// the GPU), sampling on typed arrays, embeddings. Each method hands the call to the role that does
+// it (one file each); nothing here decides what to generate.
+
+import { configureRuntime } from "../runtime_env.js";
+import { EmbeddingsRole } from "./embeddings.js";
+import { GenerationRole } from "./generation.js";
+import { InsidesRole } from "./insides.js";
+import { LoadingRole } from "./loading.js";
+import { ModelStore } from "./model_store.js";
+import { TokenizersRole } from "./tokenizers.js";
+
+export { BUILTIN_MODELS, SITE_MODELS_LISTED } from "./site_models.js";
+
+configureRuntime();
+
+/** Everything the Python backend calls. One instance per worker. */
+export class Bridge {
+  #store = new ModelStore();
+  #loading = new LoadingRole(this.#store);
+  #tokenizers = new TokenizersRole(this.#store);
+  #generation = new GenerationRole(this.#store);
+  #embeddings = new EmbeddingsRole(this.#store);
+  #insides = new InsidesRole(this.#store);
+
+  // loading (loading.js)
+
+  builtinModels() { return this.#loading.builtinModels(); }
+  /** @param {Parameters<LoadingRole["loadModel"]>} a */
+  loadModel(...a) { return this.#loading.loadModel(...a); }
+  abortLoads() { this.#loading.abortLoads(); }
+  /** @param {string} id */
+  unloadModel(id) { return this.#loading.unloadModel(id); }
+  /** The loaded chat model `id`, else throws. @param {string} id */
+  chat(id) { return this.#store.chat(id); }
+
+  // tokenizers (tokenizers.js)
+
+  /** @param {string} id */
+  tokenizerOf(id) { return this.#tokenizers.tokenizerOf(id); }
+  /** @param {string} id */
+  loadTokenizer(id) { return this.#tokenizers.loadTokenizer(id); }
+  /** @param {string} id @param {string} textsJson */
+  countTokens(id, textsJson) { return this.#tokenizers.countTokens(id, textsJson); }
+  /** @param {string} id */
+  chatTemplate(id) { return this.#tokenizers.chatTemplate(id); }
+  /** @param {Parameters<TokenizersRole["applyChatTemplate"]>} a */
+  applyChatTemplate(...a) { return this.#tokenizers.applyChatTemplate(...a); }
+  /** @param {Parameters<TokenizersRole["encode"]>} a */
+  encode(...a) { return this.#tokenizers.encode(...a); }
+  /** @param {string} id @param {Int32Array|number[]} ids */
+  decode(id, ids) { return this.#tokenizers.decode(id, ids); }
+  /** @param {string} id */
+  tokenTable(id) { return this.#tokenizers.tokenTable(id); }
+
+  // generation (generation.js)
+
+  /** @param {Parameters<GenerationRole["compileGrammar"]>} a */
+  compileGrammar(...a) { return this.#generation.compileGrammar(...a); }
+  /** @param {string} schemaJson */
+  jsonSchemaToEBNF(schemaJson) { return this.#generation.jsonSchemaToEBNF(schemaJson); }
+  /** @param {string} id @param {ArrayLike<number>} ids */
+  reusePrefix(id, ids) { return this.#generation.reusePrefix(id, ids); }
+  /** @param {string} id @param {string} paramsJson */
+  setSampling(id, paramsJson) { this.#generation.setSampling(id, paramsJson); }
+  /** @param {string} id */
+  latencyBreakdown(id) { return this.#generation.latencyBreakdown(id); }
+  /** @param {string} id */
+  nextChoice(id) { this.#generation.nextChoice(id); }
+  /** @param {Parameters<GenerationRole["setStepCallbacks"]>} a */
+  setStepCallbacks(...a) { this.#generation.setStepCallbacks(...a); }
+  /** The per-token call. @param {string} id @param {number|Int32Array|number[]} ids @param {number} ticket */
+  stepAsync(id, ids, ticket) { this.#generation.stepAsync(id, ids, ticket); }
+
+  // insides (insides.js)
+
+  /** @param {string} id */
+  gutsGraph(id) { return this.#insides.gutsGraph(id); }
+  /** @param {string} id @param {Int32Array|number[]} ids @param {string} planJson */
+  guts(id, ids, planJson) { return this.#insides.guts(id, ids, planJson); }
+
+  // embeddings (embeddings.js)
+
+  /** @param {string} id @param {string} textsJson */
+  embed(id, textsJson) { return this.#embeddings.embed(id, textsJson); }
+  /** @param {string} id @param {string} idsJson */
+  embedIds(id, idsJson) { return this.#embeddings.embedIds(id, idsJson); }
+}

@@ -1,0 +1,212 @@
+// The Bridge's loading role: loading a model (chat or embedding, from the site or the Hub, with
+// progress and a download plan), cancelling loads, unloading.
+
+import {
+  AutoConfig,
+  AutoModelForCausalLM,
+  AutoTokenizer,
+  ModelRegistry,
+  env,
+  pipeline,
+} from "../../vendor/transformers/transformers.js";
+import { ChatModel } from "../chat_model.js";
+import { EXPANDED_GRAPHS } from "../gguf_blocks.js";
+import { Guts } from "../guts.js";
+import { HUB, abortLoads, beginLoad } from "../hub_fetch.js";
+import { EmbeddingModel } from "./embedding_model.js";
+import { expandGGUFBlocks } from "./gguf_expand.js";
+import { BUILTIN_MODELS } from "./site_models.js";
+
+/** @typedef {import("./model_store.js").ModelStore} ModelStore */
+
+/**
+ * @typedef {{stage: string, file: string|null, loaded: number, total: number, model: string,
+ *            files?: Record<string, number>}} Progress
+ *   `files` (stage `plan` only): every file the load reads, with its size in bytes.
+ */
+
+const CAUSAL_ARCH = /(ForCausalLM|LMHeadModel)$/;
+
+async function webgpuAvailable() {
+  try {
+    return !!(navigator.gpu && (await navigator.gpu.requestAdapter()));
+  } catch {
+    return false;
+  }
+}
+
+export class LoadingRole {
+  /** @param {ModelStore} store */
+  constructor(store) {
+    this.store = store;
+    /** @type {Map<string, number>} loads begun per model id: only the latest may keep its model */
+    this.loadSeq = new Map();
+  }
+
+  /** The ids of the models the site serves itself. */
+  builtinModels() {
+    return BUILTIN_MODELS;
+  }
+
+  /**
+   * @param {string} id model id: a built-in one or a Hugging Face repo id
+   * @param {string} device "wasm" | "webgpu" | "auto"
+   * @param {(p: Progress) => void} onProgress
+   * @param {string|null} dtype weights precision; default fp32 for built-ins, the hub's default otherwise
+   * @param {string|null} hub the base URL of a Hub mirror (null: the Hub)
+   * @returns {Promise<string>} the model's info, as JSON
+   */
+  async loadModel(id, device, onProgress, dtype = null, hub = null) {
+    if (BUILTIN_MODELS.includes(id)) {
+      // from the site: quick, not cancellable, and no business with the Hub (a Hub load may be running)
+      return this.#loadModel(id, device, onProgress, dtype, new AbortController().signal);
+    }
+    env.remoteHost = hub ?? HUB;
+    const load = beginLoad(hub ?? HUB);
+    let ok = false;
+    try {
+      const info = await this.#loadModel(id, device, onProgress, dtype, load.signal);
+      ok = true;
+      return info;
+    } finally {
+      await load.done(ok);
+    }
+  }
+
+  /** Stop the downloads of every load under way (each fails with an AbortError). */
+  abortLoads() {
+    abortLoads();
+  }
+
+  /**
+   * @param {string} id @param {string} device @param {(p: Progress) => void} onProgress
+   * @param {string|null} dtype @param {AbortSignal} signal
+   */
+  async #loadModel(id, device, onProgress, dtype, signal) {
+    if (device === "auto") device = (await webgpuAvailable()) ? "webgpu" : "wasm";
+    /** @type {Set<string>} the ONNX files (and their external data) transformers.js reads */
+    const onnxFiles = new Set();
+    const progress_callback = (/** @type {any} */ e) => {
+      if (signal.aborted) return;
+      if (e.status === "done" && /\.onnx(_data(_\d+)?)?$/.test(e.file ?? "")) onnxFiles.add(e.file);
+      onProgress({
+        stage: e.status,
+        file: e.file ?? null,
+        loaded: e.loaded ?? 0,
+        total: e.total ?? 0,
+        model: id,
+      });
+    };
+    /** @type {Record<string, any>} */
+    const options = { device, progress_callback };
+    const chosen = dtype ?? (BUILTIN_MODELS.includes(id) ? "fp32" : null);
+    if (chosen) options.dtype = chosen;
+    const config = await AutoConfig.from_pretrained(id, { progress_callback });
+    signal.throwIfAborted();
+    await this.#reportPlan(id, config, options, onProgress, signal);
+    signal.throwIfAborted();
+    const expandedUrl = config.csi_gguf && BUILTIN_MODELS.includes(id) && chosen === "fp32"
+      ? await expandGGUFBlocks(id, options, progress_callback)
+      : null;
+    try {
+      return await this.#loadSessions(id, device, config, options, onProgress, signal, onnxFiles);
+    } finally {
+      if (expandedUrl) EXPANDED_GRAPHS.delete(expandedUrl);
+    }
+  }
+
+  /**
+   * @param {string} id @param {string} device @param {any} config @param {Record<string, any>} options
+   * @param {(p: Progress) => void} onProgress @param {AbortSignal} signal @param {Set<string>} onnxFiles
+   */
+  async #loadSessions(id, device, config, options, onProgress, signal, onnxFiles) {
+    const progress_callback = options.progress_callback;
+    const seq = (this.loadSeq.get(id) ?? 0) + 1;
+    this.loadSeq.set(id, seq);
+    /** A later load of the same id, or a cancel, makes this one give up its model. */
+    const superseded = () => signal.aborted || this.loadSeq.get(id) !== seq;
+    const arch = (config.architectures ?? []).join(",");
+    let info;
+    if (CAUSAL_ARCH.test(arch) || (!arch && config.is_decoder)) {
+      const [tokenizer, model] = await Promise.all([
+        AutoTokenizer.from_pretrained(id, { progress_callback }),
+        AutoModelForCausalLM.from_pretrained(id, options),
+      ]);
+      if (superseded()) {
+        await model.dispose?.();
+        throw signal.reason ?? new Error(`a later load of ${id} replaced this one`);
+      }
+      const m = new ChatModel(id, tokenizer, model, config);
+      if (device === "webgpu") m.gpuDevice = await env.backends.onnx.webgpu?.device;
+      m.guts = new Guts(m, [...onnxFiles], BUILTIN_MODELS.includes(id));
+      this.store.models.set(id, m);
+      const gen = model.generation_config ?? {};
+      const eos = [gen.eos_token_id, config.eos_token_id, tokenizer.eos_token_id]
+        .flat()
+        .filter((x) => typeof x === "number");
+      info = {
+        kind: "chat",
+        context_length: config.max_position_embeddings ?? config.n_positions ?? tokenizer.model_max_length ?? 2048,
+        eos_token_ids: [...new Set(eos)],
+        vocab_size: config.vocab_size ?? 0,
+      };
+    } else {
+      const extractor = await pipeline("feature-extraction", id, options);
+      if (superseded()) {
+        await extractor.dispose?.();
+        throw signal.reason ?? new Error(`a later load of ${id} replaced this one`);
+      }
+      this.store.models.set(id, new EmbeddingModel(id, extractor));
+      info = {
+        kind: "embedding",
+        context_length: extractor.tokenizer.model_max_length ?? config.max_position_embeddings ?? 512,
+        eos_token_ids: [],
+        vocab_size: config.vocab_size ?? 0,
+      };
+    }
+    onProgress({ stage: "ready", file: null, loaded: 1, total: 1, model: id });
+    return JSON.stringify({ ...info, device });
+  }
+
+  /**
+   * Report every file the load will read, with its size (stage `plan`), so the page's progress
+   * is a fraction of all the bytes from the start. Best effort: without it, progress still comes.
+   * @param {string} id @param {any} config @param {Record<string, any>} options
+   * @param {(p: Progress) => void} onProgress @param {AbortSignal} signal
+   */
+  async #reportPlan(id, config, options, onProgress, signal) {
+    try {
+      /** @type {string[]} */
+      const files = await ModelRegistry.get_files(id, { config, device: options.device, dtype: options.dtype,
+                                                        include_processor: false });
+      /** @type {Array<{exists: boolean, size?: number}>} */
+      const sizes = await Promise.all(files.map((f) => ModelRegistry.get_file_metadata(id, f)));
+      /** @type {Record<string, number>} */
+      const planned = {};
+      files.forEach((f, i) => {
+        const size = sizes[i].size;
+        if (sizes[i].exists && size) planned[f] = size;
+      });
+      const total = Object.values(planned).reduce((a, b) => a + b, 0);
+      onProgress({ stage: "plan", file: null, loaded: 0, total, model: id, files: planned });
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      console.warn(`no download plan for ${id}:`, err);
+    }
+  }
+
+  /** @param {string} id */
+  async unloadModel(id) {
+    const m = this.store.models.get(id);
+    this.store.models.delete(id);
+    if (m instanceof ChatModel) {
+      m.reset();
+      m.sampler.dispose();
+      await m.grammars?.dispose();
+      await m.guts?.dispose();
+      await m.model.dispose?.();
+    } else if (m) {
+      await m.extractor.dispose?.();
+    }
+  }
+}
