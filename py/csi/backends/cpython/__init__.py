@@ -1,7 +1,7 @@
 """The Backend for CPython: onnxruntime + tokenizers on the same model folders the site serves.
 
-Lets the core (and skills) run and be tested without a browser. It mirrors worker/bridge.js and
-worker/sampling.js: same inputs to the ONNX graph, same sampling steps and generator. One module
+Lets the core (and skills) run and be tested without a browser. It mirrors worker/bridge/ and
+worker/sampling/: same inputs to the ONNX graph, same sampling steps and generator. One module
 per role (loading, tokenizers, generation, embeddings, insides) over the shared ``ModelTable``.
 This package needs numpy and onnxruntime; the browser wheel leaves it out.
 """

@@ -16,7 +16,7 @@ from .sampling import BREAKDOWN_KEYS, StepState, run_steps
 
 
 class CPythonGeneration(ModelTable):
-    """``Generation`` over onnxruntime (CPU), sampling as worker/sampling.js does."""
+    """``Generation`` over onnxruntime (CPU), sampling as worker/sampling/ does."""
 
     async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:
         m = self._chat(model_id)

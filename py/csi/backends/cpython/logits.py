@@ -1,4 +1,4 @@
-"""The whole-vocabulary math of one sampling step, over numpy arrays, as worker/sampling.js does it:
+"""The whole-vocabulary math of one sampling step, over numpy arrays, as worker/sampling/ does it:
 grammar masks, penalties, bias, the candidates a draw picks from, and log-probabilities."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def apply_bitmask(logits: np.ndarray, bitmask: np.ndarray) -> np.ndarray:
 
 
 def penalized(logits: np.ndarray, p: SamplingParams, sequence: list[int], counts: dict[int, int]) -> np.ndarray:
-    """Repetition, frequency and presence penalties, as worker/sampling.js ``processLogits`` (float32,
+    """Repetition, frequency and presence penalties, as worker/sampling/ ``processLogits`` (float32,
     like its copy); ``logits`` itself when there are none."""
     if p.repetition_penalty == 1 and not p.frequency_penalty and not p.presence_penalty:
         return logits
@@ -56,7 +56,7 @@ def biased(logits: np.ndarray, p: SamplingParams, fresh: bool) -> np.ndarray:
 
 
 def process_logits(logits: np.ndarray, p: SamplingParams, sequence: list[int], counts: dict[int, int]) -> np.ndarray:
-    """Penalties then bias, as worker/sampling.js ``processLogits``."""
+    """Penalties then bias, as worker/sampling/ ``processLogits``."""
     out = penalized(logits, p, sequence, counts)
     return biased(out, p, out is not logits)
 
@@ -97,7 +97,7 @@ def floor_logprob(value: float) -> float:
 
 
 def token_logprobs(logits: np.ndarray, token: int, k: int) -> tuple[float, tuple[tuple[int, float], ...]]:
-    """Log-probability of ``token`` and the ``k`` most likely tokens, floored as worker/sampling.js
+    """Log-probability of ``token`` and the ``k`` most likely tokens, floored as worker/sampling/
     ``logprobs`` does (tokens a grammar ruled out, at -inf, are never among them)."""
     z = logits.astype(np.float64)
     with np.errstate(invalid="ignore"):  # logits all -inf, or +inf: NaN, floored below

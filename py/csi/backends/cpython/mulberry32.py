@@ -1,4 +1,4 @@
-"""The seedable generator of worker/sampling.js, bit for bit, so a seeded request draws the same
+"""The seedable generator of worker/sampling/, bit for bit, so a seeded request draws the same
 tokens in CPython and in the browser."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The per-token sampling of the CPython backend as a named list of steps, in the order
-worker/sampling.js runs its own (``maskGrammar``, ``penalize``, ``bias``, ``draw``, ``count``,
+worker/sampling/ runs its own (``maskGrammar``, ``penalize``, ``bias``, ``draw``, ``count``,
 ``acceptGrammar``, ``logprobs``), so the two read side by side. ``step`` runs them in order."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The Backend, Host and IndexStore that run in the Web Worker, over the JS bridge
-(worker/bridge.js), host (worker/host.js) and document store (worker/doc_store.js).
+(worker/bridge/), host (worker/host.js) and document store (worker/doc_store.js).
 
 The only package of ``csi`` that imports ``pyodide``; ``csi.worker.main`` imports it, nothing else
 does. The backend is one module per role (loading, tokenizers, generation, embeddings, insides)

@@ -1,4 +1,4 @@
-"""What every role of the Pyodide backend shares: the JS bridge (worker/bridge.js) and what Python
+"""What every role of the Pyodide backend shares: the JS bridge (worker/bridge/) and what Python
 keeps of what it said."""
 
 from __future__ import annotations

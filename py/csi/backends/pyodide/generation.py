@@ -1,5 +1,5 @@
 """The generation role of the Pyodide backend: the bridge runs forward passes and samples
-(worker/sampling.js); each step's token comes back through a callback that resumes the waiter."""
+(worker/sampling/); each step's token comes back through a callback that resumes the waiter."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class PyodideGeneration(BridgeState):
     def _on_step_error(self, ticket: int, message: str) -> None:
         future = self._steps.pop(ticket, None)
         if future is not None:
-            if message.startswith(GRAMMAR_ERROR):  # worker/sampling.js marks the grammar's faults
+            if message.startswith(GRAMMAR_ERROR):  # worker/sampling/ marks the grammar's faults
                 future.settle(None, GrammarError(message[len(GRAMMAR_ERROR):]))
             else:
                 future.settle(None, InternalError(f"forward pass failed: {message}"))
