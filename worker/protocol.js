@@ -87,6 +87,7 @@
  *   ends with `error` (a `WorkerCrashedError`), and nothing more comes.
  * @typedef {{id: string|null, type: "progress", progress: Progress}} ProgressReply
  * @typedef {{id: string|null, type: "chunk", chunk: any}} ChunkReply
+ *   One streamed chunk: {@link ChunkOf} the message's type.
  * @typedef {{id: string|null, type: "result", result: any}} ResultReply
  *   Ends a request: its result (null after a stream and for requests with nothing to say).
  * @typedef {{id: string|null, type: "error", error: WireError}} ErrorReply
@@ -98,6 +99,19 @@
  *            eos_token_ids: number[], vocab_size: number, [field: string]: unknown}} ModelInfo
  * @typedef {{models: ModelInfo[], load_s: number}} LoadResult
  * @typedef {{pyodide_s: number, wheels_s: number, imports_s: number}} BootTimings
+ */
+
+/**
+ * The `result` of a message of type `K`, where the Python route declares its model
+ * (worker/wire_types.d.ts `Results`; the others answer with plain JSON).
+ * @template {MessageType} K
+ * @typedef {K extends keyof import("./wire_types.js").Results ? import("./wire_types.js").Results[K] : unknown} ResultOf
+ */
+
+/**
+ * Each streamed `chunk` of a message of type `K` (worker/wire_types.d.ts `Chunks`).
+ * @template {MessageType} K
+ * @typedef {K extends keyof import("./wire_types.js").Chunks ? import("./wire_types.js").Chunks[K] : unknown} ChunkOf
  */
 
 // ---- how each message type is served -------------------------------------------------------------

@@ -29,6 +29,14 @@ def test_every_route_with_a_body_has_its_type_and_every_field_of_its_model() -> 
         assert f"  {kind}: " in text, kind
         for name in route.request.model_fields:
             assert f"  {name}: " in text or f"  {name}?: " in text, (kind, name)
+    replies = text[text.index("// ---- replies"):]
+    for kind, route in ROUTES.items():
+        for model in (route.reply, route.chunk):
+            if model is not None:
+                assert f"export type {model.__name__} = " in replies, (kind, model)
+                for name, field in model.model_fields.items():  # a field always sent is never optional
+                    optional = not field.is_required() and field.default is None
+                    assert f"  {name}{'?' if optional else ''}: " in replies, (kind, name)
 
 
 def _tsc(tmp_path: Path, message: str) -> str:

@@ -13,22 +13,13 @@
  * @typedef {NonNullable<ChatCompletionRequest["response_format"]>} ResponseFormat
  * @typedef {ChatCompletionRequest & {stream: true}} ChatCompletionRequestStreaming
  * @typedef {ChatCompletionRequest & {stream?: false|null}} ChatCompletionRequestNonStreaming
- * @typedef {{prompt_tokens: number, completion_tokens: number, total_tokens: number,
- *            extra?: Record<string, number>}} CompletionUsage
- * @typedef {"stop"|"length"|"abort"|"tool_calls"} FinishReason
- * @typedef {{id: string, object: "chat.completion", created: number, model: string,
- *            choices: Array<{index: number, message: {role: "assistant", content: string|null,
- *                                                     tool_calls?: ChatCompletionMessageToolCall[]},
- *                            finish_reason: FinishReason, logprobs: null}>,
- *            usage?: CompletionUsage}} ChatCompletion
- * @typedef {{id: string, object: "chat.completion.chunk", created: number, model: string,
- *            choices: Array<{index: number, delta: {role?: "assistant", content?: string,
- *                                                   tool_calls?: ToolCallDelta[]},
- *                            finish_reason: FinishReason|null, logprobs: null}>,
- *            usage?: CompletionUsage|null}} ChatCompletionChunk
+ * @typedef {import("../../worker/wire_types.js").ChatCompletion} ChatCompletion
+ *   The replies too are the worker's models (generated from Python's response models).
+ * @typedef {import("../../worker/wire_types.js").ChatCompletionChunk} ChatCompletionChunk
+ * @typedef {import("../../worker/wire_types.js").CompletionUsage} CompletionUsage
+ * @typedef {ChatCompletion["choices"][number]["finish_reason"]} FinishReason
  * @typedef {import("../../worker/wire_types.js").EmbeddingRequest} EmbeddingCreateParams
- * @typedef {{object: "list", model: string, data: Array<{object: "embedding", index: number,
- *            embedding: number[]}>, usage: {prompt_tokens: number, total_tokens: number}}} CreateEmbeddingResponse
+ * @typedef {import("../../worker/wire_types.js").CreateEmbeddingResponse} CreateEmbeddingResponse
  */
 
 export {};

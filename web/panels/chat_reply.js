@@ -47,8 +47,8 @@ export async function streamReply(engine, view, request) {
         }
         finish = choice.finish_reason ?? finish;
       }
-      if (chunk.usage) {
-        const x = /** @type {Record<string, number>} */ (chunk.usage.extra);
+      if (chunk.usage?.extra) {
+        const x = chunk.usage.extra;
         const meta = document.createElement("span");
         meta.className = "meta";
         meta.textContent =

@@ -23,6 +23,7 @@ from ..core.scope import Scope
 from ..errors import InvalidInputError
 from ..faces import remote_llm, spin
 from ..faces.openai import protocol as openai_protocol
+from ..faces.openai import responses
 from ..faces.openai import serving as openai
 from ..faces.pharia import index, inference, text
 from ..index import types as index_types
@@ -61,6 +62,10 @@ class Route:
     request: type[BaseModel] | None = None
     batch: str | None = None
     optional: bool = False
+    reply: type[BaseModel] | None = None
+    """The result's model, where the handler answers with one (the page's types come from it)."""
+    chunk: type[BaseModel] | None = None
+    """Each streamed chunk's model."""
 
     def parse(self, kind: str, body: Any, present: bool) -> Any:
         """The typed request of a message whose ``request`` is ``body`` (``present``: the key was sent)."""
@@ -87,11 +92,12 @@ ROUTES: dict[str, Route] = {
     "load": Route(_load, "progress", LoadRequest),
     # OpenAI / WebLLM (seed 004)
     "chat": Route(lambda c, r: openai.create_chat_completion(c.runtime.engine, r, c.scope), "stream",
-                  openai_protocol.ChatCompletionRequest),
+                  openai_protocol.ChatCompletionRequest, reply=responses.ChatCompletion,
+                  chunk=responses.ChatCompletionChunk),
     "completion": Route(lambda c, r: openai.create_completion(c.runtime.engine, r, c.scope), "stream",
-                        openai_protocol.CompletionRequest),
+                        openai_protocol.CompletionRequest, reply=responses.Completion, chunk=responses.Completion),
     "embeddings": Route(lambda c, r: openai.embeddings(c.runtime.engine, r, c.scope), "whole",
-                        openai_protocol.EmbeddingRequest),
+                        openai_protocol.EmbeddingRequest, reply=responses.CreateEmbeddingResponse),
     # CSI inference, chunking, language, document index (seed 001)
     "csi_complete": Route(lambda c, r: inference.complete(c.runtime.engine, r, c.scope), "whole",
                           inference.CompleteBatch, "requests"),
