@@ -86,7 +86,8 @@ def test_a_skill_waiting_on_csi_calls_stops_at_its_time_limit_in_fresh_workers(p
             const run = await e.skills.run('waiter', {n: 200}, {timeLimitMs: 1500})
               .then(() => ({ok: true}), (err) => ({name: err.name, message: err.message}));
             const ms = performance.now() - t;
-            const chat = await e.completions.create({prompt: 'The json module', max_tokens: 2, temperature: 0},
+            const chat = await e.completions.create({prompt: 'The json module', max_tokens: 2, temperature: 0,
+                                                     ignore_eos: true},
                                                     {timeoutMs: 60000})
               .then((r) => r.choices[0].finish_reason, (err) => err.name);
             return {run, ms, chat, pending: e.pendingCount};
@@ -193,7 +194,7 @@ def test_a_generation_waiting_for_the_model_is_told_whom_it_waits_for(page):
     out = page.ok("""
       const first = engine.completions.create({prompt: 'The', max_tokens: 60, ignore_eos: true});
       const events = [];
-      const second = await engine.completions.create({prompt: 'The json module', max_tokens: 2},
+      const second = await engine.completions.create({prompt: 'The json module', max_tokens: 2, ignore_eos: true},
                                                      {progress: (p) => events.push(p)});
       await first;
       return {events, finish: second.choices[0].finish_reason, pending: engine.pendingCount};""")
@@ -255,7 +256,8 @@ def test_a_worker_that_ends_rejects_what_was_pending_and_a_new_engine_works(page
       const outs = {run: await run, long: await long.then(() => null, (err) => err.name), after: await after,
                     pending: e.pendingCount};
       const next = await window.fresh();
-      outs.next = (await next.completions.create({prompt: 'The json module', max_tokens: 2})).choices[0].finish_reason;
+      outs.next = (await next.completions.create({prompt: 'The json module', max_tokens: 2,
+                                                ignore_eos: true})).choices[0].finish_reason;
       next.terminate();
       e.terminate();
       return outs;""", {"source": ENDER, "how": how})
