@@ -41,8 +41,7 @@ def _comment(text: str | None, indent: str) -> list[str]:
 
 
 class _Writer:
-    def __init__(self, defs: dict[str, Any], replies: bool = False) -> None:
-        self.defs = defs
+    def __init__(self, replies: bool = False) -> None:
         self.replies = replies
         """Reply models: a field with a default other than null is always sent, so it is not optional."""
 
@@ -106,7 +105,7 @@ def _types(models: list[type[Any]], replies: bool) -> tuple[dict[Any, Any], list
 
     refs, top = models_json_schema([(m, "validation") for m in models], ref_template="#/$defs/{model}")
     defs: dict[str, Any] = top["$defs"]
-    w = _Writer(defs, replies)
+    w = _Writer(replies)
     out: list[str] = []
     for key in sorted(defs, key=_type_name):
         schema = defs[key]

@@ -109,13 +109,11 @@ class SkillRegistry:
                 or not 0 < time_limit_ms <= MAX_TIME_LIMIT_MS):
             raise InvalidInputError(f"`time_limit_ms` must be a number of milliseconds from 0 (excluded) to "
                                     f"{MAX_TIME_LIMIT_MS} (a day), or null for no limit", "time_limit_ms")
-        own = scope is None or scope.request_id is None
-        if scope is None or scope.request_id is None:  # outside the worker's envelope: an id of our own
-            scope = Scope(f"skill-run-{next(self._run_ids)}", self.engine.interrupt_epoch,
-                          scope.progress if scope else None)
-        request_id = scope.request_id
-        assert request_id is not None
-        epoch = scope.epoch if scope.epoch is not None else self.engine.interrupt_epoch
+        given = scope or Scope()
+        own = given.request_id is None  # outside the worker's envelope: an id of our own, for its CSI calls too
+        request_id = f"skill-run-{next(self._run_ids)}" if given.request_id is None else given.request_id
+        epoch = self.engine.interrupt_epoch if given.epoch is None else given.epoch
+        scope = Scope(request_id, epoch, given.progress)
         limit_s = None if time_limit_ms is None else float(time_limit_ms) / 1000
         run = SkillRun(request_id, name, self.engine, epoch,
                        None if limit_s is None else time.monotonic() + limit_s, limit_s,
