@@ -24,9 +24,38 @@ VENDOR = {
     "vendor/transformers": (NODE / "@huggingface/transformers/dist", ["transformers.js"]),
     "vendor/xgrammar": (NODE / "@mlc-ai/web-xgrammar/lib", ["index.js"]),
     "vendor/echarts": (NODE / "echarts/dist", ["echarts.esm.min.mjs"]),  # the playground's charts
+    # the playground's Markdown: parser, sanitizer, code highlighter (+ its light and dark themes)
+    "vendor/marked": (NODE / "marked/lib", ["marked.esm.js"]),
+    "vendor/dompurify": (NODE / "dompurify/dist", ["purify.es.mjs"]),
+    "vendor/highlight": (NODE / "@highlightjs/cdn-assets/es", ["highlight.min.js"]),
+    "vendor/highlight/styles": (NODE / "@highlightjs/cdn-assets/styles", ["github.min.css", "github-dark.min.css"]),
     # The ORT runtime transformers.js bundles, served from the same version's npm package.
     "vendor/ort": (NODE / "onnxruntime-web/dist", ["ort-wasm-simd-threaded.asyncify.mjs",
                                                    "ort-wasm-simd-threaded.asyncify.wasm"]),
+}
+
+
+# The skill studio's editor: CodeMirror 6's ES modules, one file per package, named in index.html's
+# import map (package -> its module file under vendor/codemirror/).
+CODEMIRROR = {
+    "codemirror": "codemirror/dist/index.js",
+    "@codemirror/autocomplete": "@codemirror/autocomplete/dist/index.js",
+    "@codemirror/commands": "@codemirror/commands/dist/index.js",
+    "@codemirror/lang-python": "@codemirror/lang-python/dist/index.js",
+    "@codemirror/language": "@codemirror/language/dist/index.js",
+    "@codemirror/lint": "@codemirror/lint/dist/index.js",
+    "@codemirror/search": "@codemirror/search/dist/index.js",
+    "@codemirror/state": "@codemirror/state/dist/index.js",
+    "@codemirror/streamparser": "@codemirror/streamparser/dist/index.js",
+    "@codemirror/view": "@codemirror/view/dist/index.js",
+    "@lezer/common": "@lezer/common/dist/index.js",
+    "@lezer/highlight": "@lezer/highlight/dist/index.js",
+    "@lezer/lr": "@lezer/lr/dist/index.js",
+    "@lezer/python": "@lezer/python/dist/index.js",
+    "@marijn/find-cluster-break": "@marijn/find-cluster-break/src/index.js",
+    "crelt": "crelt/index.js",
+    "style-mod": "style-mod/src/style-mod.js",
+    "w3c-keyname": "w3c-keyname/index.js",
 }
 
 
@@ -146,6 +175,8 @@ def build_site() -> Path:
     # defines nothing: the browser's state module is used).
     sync_tree(NODE / "openai", DIST / "vendor" / "openai",
               lambda rel: rel.suffix == ".mjs" or rel.as_posix() == "internal/auth/x509-transport-state.js")
+    for package, module in CODEMIRROR.items():
+        sync_file(NODE / module, DIST / "vendor" / "codemirror" / package / Path(module).name)
     sync_tree(ROOT / "web", DIST / "web")
     sync_tree(ROOT / "worker", DIST / "worker")
     sync_tree(ROOT / "bench", DIST / "bench")

@@ -9,6 +9,7 @@ import { mountDocuments } from "./panels/documents.js";
 import { mountInsides } from "./panels/insides.js";
 import { mountModelLoader } from "./panels/model_loader.js";
 import { mountReplyFormat } from "./panels/reply_format.js";
+import { mountShell } from "./panels/shell.js";
 import { serveV1 } from "./v1_host.js";
 
 /** The chat model a person meets first. */
@@ -35,17 +36,22 @@ async function createEngine(modelId, config) {
   return engine;
 }
 
+const shell = mountShell(document);
 const replyFormat = mountReplyFormat(find(document, "#structure", HTMLElement));
 const insides = mountInsides(find(document, "#insides", HTMLElement));
 const documents = mountDocuments(find(document, "#docs", HTMLElement), { maxTokens: settings.max_tokens });
 const chat = mountChat(document.body, {
   settings,
   request: () => replyFormat.request(),
-  onBusy: (busy) => loader.setChatBusy(busy),
+  onBusy: (busy) => {
+    loader.setChatBusy(busy);
+    shell.setEngineState(busy ? "generating" : "ready");
+  },
 });
 const loader = mountModelLoader(document.body, {
   createEngine,
   onLoading(loading, engine) {
+    if (loading) shell.setEngineState("loading");
     chat.setEngine(engine);
     chat.setLoading(loading);
     documents.setEngine(engine);
@@ -54,8 +60,15 @@ const loader = mountModelLoader(document.body, {
   onLoaded(engine, model) {
     documents.setModel(model);
     insides.setEngine(model ? engine : null);
+    shell.setEngineState(model ? "ready" : "error", model ? `ready: ${model}` : "no model");
     if (model) document.body.dataset.ready = "true";
   },
 });
+
+shell.addShortcuts([
+  { keys: "Escape", label: "Stop the reply being written", run: () => find(document, "#stop", HTMLButtonElement).click(),
+    when: () => !find(document, "#stop", HTMLButtonElement).disabled },
+  { keys: "/", label: "Write a message", run: () => { shell.show("chat"); find(document, "#prompt", HTMLTextAreaElement).focus(); } },
+]);
 
 loader.start(params.get("model") ?? DEFAULT_MODEL, params.get("device") ?? "wasm");

@@ -99,7 +99,7 @@ def test_documents_panel_adds_lists_searches_asks_and_deletes(browser, site_url)
     page, requests = open_page(browser)
     page.goto(site_url + "index.html?model=tiny-chat&max_tokens=24&temperature=0")
     page.wait_for_selector("body[data-ready='true']")
-    page.click("#docs summary")
+    page.click("#tab-documents")
     page.wait_for_selector("#doc-add:enabled")
     assert page.locator("#doc-list li").count() == 0
     page.evaluate("""() => {
@@ -162,7 +162,7 @@ def test_documents_panel_adds_lists_searches_asks_and_deletes(browser, site_url)
     assert page.locator("#doc-status").inner_text() == "Deleted owls <b>night</b>.txt."
     page.reload()
     page.wait_for_selector("body[data-ready='true']")
-    page.click("#docs summary")
+    page.click("#tab-documents")
     page.wait_for_selector("#doc-add:enabled")
     assert {li.get_attribute("data-name") for li in page.query_selector_all("#doc-list li")} == {
         "json.txt", "tea.txt", "notes.md"}
@@ -222,7 +222,7 @@ def test_model_insides_view_draws_one_heatmap_row_per_token_and_the_top_k_bars(b
     page.set_viewport_size({"width": 1000, "height": 1800})
     page.goto(site_url + "index.html?model=tiny-chat")
     page.wait_for_selector("body[data-ready='true']")
-    page.click("#insides summary")
+    page.click("#tab-insides")
     page.fill("#insides-prompt", INSIDES_PROMPT)
     page.fill("#insides-keep", "20")
     page.fill("#insides-top-k", "6")
