@@ -3,24 +3,26 @@
 // the model and the device can be set in the URL: ?temperature=0&max_tokens=512&ignore_eos=1&model=…&device=…
 
 import { CreateWebWorkerEngine } from "./engine.js";
+import { Library } from "./conversations/library.js";
+import { DEFAULT_SETTINGS } from "./conversations/knobs.js";
 import { mountChat } from "./panels/chat.js";
 import { find } from "./panels/dom.js";
 import { mountDocuments } from "./panels/documents.js";
 import { mountInsides } from "./panels/insides.js";
 import { mountModelLoader } from "./panels/model_loader.js";
 import { mountReplyFormat } from "./panels/reply_format.js";
+import { mountSettings } from "./panels/settings.js";
 import { mountShell } from "./panels/shell.js";
+import { mountSidebar } from "./panels/sidebar.js";
 import { serveV1 } from "./v1_host.js";
 
 /** The chat model a person meets first. */
 const DEFAULT_MODEL = "smollm2-135m-instruct";
 
 const params = new URLSearchParams(location.search);
-/** @type {import("./panels/chat.js").GenerationSettings} */
-const settings = {
-  temperature: Number(params.get("temperature") ?? 0.7),
-  top_p: Number(params.get("top_p") ?? 0.95),
-  max_tokens: Number(params.get("max_tokens") ?? 256),
+/** The URL's settings, over every conversation's own. @type {import("./conversations/knobs.js").Settings} */
+const overrides = {
+  ...Object.fromEntries(["temperature", "top_p", "max_tokens"].filter((k) => params.has(k)).map((k) => [k, Number(params.get(k))])),
   ...(params.get("ignore_eos") === "1" ? { ignore_eos: true } : {}),
 };
 
@@ -37,17 +39,31 @@ async function createEngine(modelId, config) {
 }
 
 const shell = mountShell(document);
-const replyFormat = mountReplyFormat(find(document, "#structure", HTMLElement));
+const library = await Library.open();
+const replyFormat = mountReplyFormat(find(document, "#structure", HTMLElement), { onChange: (f) => chat.setFormat(f) });
+const settingsPanel = mountSettings(find(document, "#chat-settings", HTMLElement), {
+  userPresets: () => library.presets,
+  savePreset: (name, values) => library.setPreset(name, values),
+  onChange: (s, system) => chat.setSettings(s, system),
+});
 const insides = mountInsides(find(document, "#insides", HTMLElement));
-const documents = mountDocuments(find(document, "#docs", HTMLElement), { maxTokens: settings.max_tokens });
+const documents = mountDocuments(find(document, "#docs", HTMLElement), { maxTokens: overrides.max_tokens ?? 256 });
 const chat = mountChat(document.body, {
-  settings,
-  request: () => replyFormat.request(),
+  library, overrides, defaults: DEFAULT_SETTINGS, settings: settingsPanel, replyFormat,
   onBusy: (busy) => {
     loader.setChatBusy(busy);
     shell.setEngineState(busy ? "generating" : "ready");
   },
+  onChange: () => sidebar.refresh(),
 });
+const sidebar = mountSidebar(find(document, "#sidebar", HTMLElement), {
+  library, shell, openId: () => chat.openId(),
+  open: (id) => chat.open(id),
+  newChat: () => chat.newChat(),
+  renamed: (c) => chat.changed(c, false),
+  deleted: (c) => chat.changed(c, true),
+});
+chat.open(library.openId);
 const loader = mountModelLoader(document.body, {
   createEngine,
   onLoading(loading, engine) {

@@ -1,20 +1,31 @@
-// The chat: the conversation, the prompt box with Send, Stop and New chat, and the footer's speed.
-// Replies stream into their message as they come; tool calls the model makes are run on the page
-// and their results sent back, a few rounds at most. Model output is only ever set as text.
+// The chat: the open conversation's shown path, the prompt box with Send, Stop and New chat, and
+// the footer's speed. A conversation is a message tree (web/conversations/tree.js): an edited
+// question or a regenerated reply is an alternative beside the old one, and what is shown is what
+// the next request sends, so a follow-up resends the same prefix and the engine's prefix cache
+// keeps it fast. Replies stream into a live message; tool calls the model makes are run on the
+// page and their results sent back, a few rounds at most. Model output is only ever set as text.
 
+import { requestFields } from "../conversations/knobs.js";
+import { ROOT, addNode, children, choose, newConversation, requestMessages, shownPath } from "../conversations/tree.js";
 import { runTool } from "../demo_tools.js";
+import { liveMessage, renderMessage } from "./chat_message.js";
+import { streamChoices } from "./chat_reply.js";
 import { find } from "./dom.js";
-import { streamReply } from "./chat_reply.js";
 
 /**
  * @typedef {import("../engine.js").WebWorkerEngine} WebWorkerEngine
- * @typedef {import("../engine.js").ChatCompletionMessageParam} ChatCompletionMessageParam
- * @typedef {import("./reply_format.js").RequestExtras} RequestExtras
- * @typedef {{temperature: number, top_p: number, max_tokens: number, ignore_eos?: boolean}} GenerationSettings
+ * @typedef {import("../conversations/tree.js").Conversation} Conversation
+ * @typedef {import("../conversations/tree.js").Node} Node
+ * @typedef {import("../conversations/knobs.js").Settings} Settings
+ * @typedef {import("./reply_format.js").FormatState} FormatState
  * @typedef {object} ChatOptions
- * @property {GenerationSettings} settings sent with every request
- * @property {() => RequestExtras} request what else each turn asks for (reply format, tools)
+ * @property {import("../conversations/library.js").Library} library where conversations are kept
+ * @property {Settings} overrides the URL's settings, over every conversation's own
+ * @property {Settings} defaults a first conversation's settings
+ * @property {{set: (s: Settings, system: string) => void, markError: (param: string|null) => void}} settings the settings drawer
+ * @property {{set: (s: FormatState) => void, state: () => FormatState, request: () => import("./reply_format.js").RequestExtras}} replyFormat
  * @property {(busy: boolean) => void} onBusy a reply starts or ends
+ * @property {() => void} onChange the conversations changed (the sidebar redraws)
  */
 
 const MAX_TOOL_ROUNDS = 3;
@@ -24,6 +35,7 @@ const MAX_TOOL_ROUNDS = 3;
  * @param {ParentNode} root @param {ChatOptions} options
  */
 export function mountChat(root, options) {
+  const { library } = options;
   const ui = {
     messages: find(root, "#messages", HTMLElement),
     form: find(root, "#chat-form", HTMLFormElement),
@@ -35,16 +47,19 @@ export function mountChat(root, options) {
   };
   /** @type {WebWorkerEngine|null} */
   let engine = null;
-  /** @type {ChatCompletionMessageParam[]} */
-  let history = [];
   let generating = false;
   let loading = false;
+  /** @type {Conversation} */
+  let conv = newConversation({ ...options.defaults, ...options.overrides }, options.replyFormat.state());
 
   const busy = () => generating || loading;
   const updateControls = () => {
     ui.send.disabled = busy() || !engine;
     ui.prompt.disabled = !engine;
     ui.stop.disabled = !busy(); // Stop also interrupts a load
+    for (const b of ui.messages.querySelectorAll(".actions button, .edit-form button")) {
+      /** @type {HTMLButtonElement} */ (b).disabled = generating || !engine;
+    }
   };
 
   /** @param {boolean} on */
@@ -54,61 +69,125 @@ export function mountChat(root, options) {
     options.onBusy(on);
   }
 
-  /** @param {string} role @param {string} text */
-  function addMessage(role, text) {
-    const div = document.createElement("div");
-    div.className = `message ${role}`;
-    const body = document.createElement("span");
-    body.className = "body";
-    body.textContent = text;
-    div.append(body);
-    ui.messages.append(div);
-    ui.messages.scrollTop = ui.messages.scrollHeight;
-    return div;
-  }
+  const scroll = () => { ui.messages.scrollTop = ui.messages.scrollHeight; };
 
-  /** Where replies stream to. @type {import("./chat_reply.js").ReplyView} */
-  const view = {
-    newMessage: () => addMessage("assistant", ""),
-    showSpeed: (text) => { ui.stats.textContent = text; },
-    scroll: () => { ui.messages.scrollTop = ui.messages.scrollHeight; },
+  /** @type {import("./chat_message.js").MessageActions} */
+  const actions = {
+    choose(node) {
+      choose(conv, node);
+      render();
+      persist(conv);
+    },
+    regenerate(node) {
+      const parent = conv.messages.find((m) => m.id === node.parent);
+      if (parent && engine && !generating) turn(engine, conv, parent);
+    },
+    edit(node, text) {
+      if (!engine || generating) return;
+      const user = addNode(conv, { parent: node.parent, role: "user", content: text });
+      render();
+      persist(conv);
+      turn(engine, conv, user);
+    },
   };
 
-  /** @param {WebWorkerEngine} engine @param {string} text */
-  async function send(engine, text) {
-    history.push({ role: "user", content: text });
-    addMessage("user", text);
+  function render() {
+    const tokenView = Boolean(conv.settings.token_view);
+    ui.messages.replaceChildren(...shownPath(conv).map((n) => renderMessage(n, children(conv, n.parent ?? ROOT), { tokenView, actions })));
+    updateControls();
+    scroll();
+  }
+
+  /** Save `c` once it holds something, and remember it as the open one. @param {Conversation} c */
+  async function persist(c) {
+    if (!c.messages.length && !library.get(c.id)) return;
+    await library.save(c);
+    if (c === conv) await library.setOpen(c.id);
+    options.onChange();
+  }
+
+  /** Show a conversation (its settings with the URL's over them). @param {Conversation} c */
+  function show(c) {
+    conv = c;
+    conv.settings = { ...conv.settings, ...options.overrides };
+    options.settings.set(conv.settings, conv.system);
+    options.replyFormat.set(conv.format);
+    ui.stats.textContent = "";
+    render();
+    options.onChange();
+  }
+
+  /**
+   * Ask for the replies to the path ending at `at` (a question, or a tool's result) and add them
+   * under it; tool calls are run and answered, a few rounds at most. A failure is kept as an
+   * error message under `at`, naming the field to blame.
+   * @param {WebWorkerEngine} engine @param {Conversation} c @param {Node} at
+   */
+  async function turn(engine, c, at) {
     setGenerating(true);
     ui.stats.textContent = "";
-    const before = history.length;
+    /** @type {ReturnType<typeof liveMessage>|null} */
+    let live = null;
     try {
-      let request = options.request();
+      let extras = options.replyFormat.request();
       for (let round = 0; round < MAX_TOOL_ROUNDS; round++) {
-        const reply = await streamReply(engine, view, {
-          messages: history, stream: true, stream_options: { include_usage: true }, ...options.settings, ...request,
-        });
-        history.push(reply.message);
-        if (reply.finish !== "tool_calls") break;
-        for (const call of reply.message.tool_calls ?? []) {
-          const result = runTool(call.function.name, call.function.arguments);
-          history.push({ role: "tool", tool_call_id: call.id, content: result });
-          addMessage("tool", `${call.function.name} → ${result}`);
+        // after a tool's result the model answers in words
+        if (at.role === "tool" && extras.tools) extras = { ...extras, tool_choice: "none" };
+        const view = liveMessage();
+        live = view;
+        if (c === conv) ui.messages.append(view.div);
+        scroll();
+        const request = { messages: requestMessages(c, at), ...requestFields(c.settings), ...extras };
+        const { choices, stats } = await streamChoices(engine, request, (choice) => { view.show(choice); scroll(); });
+        const nodes = choices.map((ch) => addNode(c, {
+          parent: at.id, role: "assistant", content: ch.tool_calls.length && !ch.content.trim() ? null : ch.content,
+          finish: ch.finish, ...(ch.tool_calls.length ? { tool_calls: ch.tool_calls } : {}),
+          ...(stats ? { stats } : {}), ...(ch.logprobs.length ? { logprobs: ch.logprobs } : {}),
+        }));
+        live = null;
+        if (!nodes.length) break;
+        choose(c, nodes[0]);
+        if (stats && c === conv) ui.stats.textContent = `${stats.tokens_per_s.toFixed(1)} tokens/s`;
+        const first = nodes[0];
+        if (first.finish === "tool_calls") {
+          at = first;
+          for (const call of first.tool_calls ?? []) {
+            at = addNode(c, { parent: at.id, role: "tool", content: runTool(call.function.name, call.function.arguments),
+              tool_call_id: call.id, tool_name: call.function.name });
+          }
         }
-        // the results go back to the model, which now answers in words
-        request = { ...request, tool_choice: "none" };
+        if (c === conv) render();
+        await persist(c);
+        if (first.finish !== "tool_calls") break;
       }
     } catch (/** @type {any} */ err) {
-      if (!err.shown) {
-        const div = addMessage("assistant", "");
-        div.classList.add("error");
-        find(div, ".body", HTMLElement).textContent = `${err.name}: ${err.message}`;
-        div.dataset.done = "true";
+      live?.div.remove();
+      addNode(c, { parent: at.id, role: "assistant", content: null, finish: null,
+        error: { name: String(err?.name ?? "Error"), message: String(err?.message ?? err), param: err?.param ?? null } });
+      if (c === conv) {
+        options.settings.markError(err?.param ?? null);
+        render();
       }
-      history.length = before - 1; // the turn failed: forget it, the question included
+      await persist(c);
     } finally {
       setGenerating(false);
       ui.prompt.focus();
     }
+  }
+
+  /** @param {WebWorkerEngine} engine @param {string} text */
+  function send(engine, text) {
+    const path = shownPath(conv);
+    let parent = path.at(-1) ?? null;
+    if (parent?.error) {
+      // the failed turn is not continued: the new question is an alternative to the failed one
+      const failed = path.slice(0, path.indexOf(parent)).reverse().find((n) => n.role === "user");
+      parent = failed ? path.find((n) => n.id === failed.parent) ?? null : null;
+    }
+    const user = addNode(conv, { parent: parent?.id ?? null, role: "user", content: text });
+    render();
+    persist(conv);
+    turn(engine, conv, user);
   }
 
   ui.form.addEventListener("submit", (e) => {
@@ -125,13 +204,43 @@ export function mountChat(root, options) {
     }
   });
   ui.stop.addEventListener("click", () => engine?.interruptGenerate());
-  ui.clear.addEventListener("click", () => {
-    history = [];
-    ui.messages.replaceChildren();
-    engine?.resetChat();
-  });
 
-  return {
+  const chat = {
+    /** The open conversation's id. */
+    openId: () => conv.id,
+    /** Open a kept conversation (a new one when it is gone). @param {string|null} id */
+    open(id) {
+      const c = id ? library.get(id) : null;
+      if (!c) return chat.newChat();
+      show(c);
+      library.setOpen(c.id);
+    },
+    /** Start a new conversation with the open one's settings and format. */
+    newChat() {
+      show(newConversation(conv.settings, options.replyFormat.state()));
+      ui.prompt.focus();
+    },
+    /** The open conversation was renamed or deleted elsewhere. @param {Conversation} c @param {boolean} gone */
+    changed(c, gone) {
+      if (gone && c.id === conv.id) {
+        const next = library.list()[0];
+        if (next) show(next);
+        else chat.newChat();
+      } else if (!gone) persist(c);
+    },
+    /** The settings drawer changed. @param {Settings} s @param {string} system */
+    setSettings(s, system) {
+      const viewChanged = Boolean(s.token_view) !== Boolean(conv.settings.token_view);
+      conv.settings = s;
+      conv.system = system;
+      if (viewChanged) render();
+      persist(conv);
+    },
+    /** The format drawer changed. @param {FormatState} f */
+    setFormat(f) {
+      conv.format = f;
+      persist(conv);
+    },
     /** The engine to chat with (`null` until the first load made one). @param {WebWorkerEngine|null} e */
     setEngine(e) {
       engine = e;
@@ -143,4 +252,6 @@ export function mountChat(root, options) {
       updateControls();
     },
   };
+  ui.clear.addEventListener("click", () => chat.newChat());
+  return chat;
 }

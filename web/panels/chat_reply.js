@@ -1,74 +1,60 @@
-// One assistant turn streamed into its message: the content and the tool calls as they arrive,
-// then the token count, speed and finish reason under it.
+// One request's replies streamed: every choice's content, tool calls and token logprobs as they
+// arrive (choice 0 is shown live), then the usage as per-message stats.
 
 /**
  * @typedef {import("../engine.js").ChatCompletionRequest} ChatCompletionRequest
  * @typedef {import("../engine.js").ChatCompletionChunk} ChatCompletionChunk
- * @typedef {import("../engine.js").ChatCompletionMessageParam} ChatCompletionMessageParam
- * @typedef {Extract<ChatCompletionMessageParam, {role: "assistant"}>} AssistantMessageParam
- * @typedef {import("../engine.js").ChatCompletionMessageToolCall} ChatCompletionMessageToolCall
- * @typedef {object} ReplyView where the chat shows a reply
- * @property {() => HTMLElement} newMessage adds an empty assistant message (a `.body` span inside)
- * @property {(text: string) => void} showSpeed shows the decoding speed in the footer
- * @property {() => void} scroll scrolls the conversation to its end
+ * @typedef {import("../engine.js").CompletionUsage} CompletionUsage
+ * @typedef {import("../conversations/tree.js").ToolCall} ToolCall
+ * @typedef {import("../conversations/tree.js").TokenLogprob} TokenLogprob
+ * @typedef {import("../conversations/tree.js").Stats} Stats
+ * @typedef {{content: string, tool_calls: ToolCall[], finish: string|null, logprobs: TokenLogprob[]}} ChoiceResult
  */
 
+/** @returns {ChoiceResult} */
+const emptyChoice = () => ({ content: "", tool_calls: [], finish: null, logprobs: [] });
+
+/** The stats a message keeps from a reply's usage. @param {CompletionUsage} usage @returns {Stats} */
+export function statsOf(usage) {
+  const x = usage.extra;
+  return {
+    prompt_tokens: usage.prompt_tokens,
+    completion_tokens: usage.completion_tokens,
+    cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
+    ttft_s: x?.time_to_first_token_s ?? 0,
+    e2e_s: x?.e2e_latency_s ?? 0,
+    tokens_per_s: x?.decode_tokens_per_s ?? 0,
+  };
+}
+
 /**
- * Stream one reply to `request` (with `stream: true`) into a new message. Returns the message for
- * the history and why it ended; on an error the message shows it, and the error thrown is marked
- * `shown`.
- * @param {import("../engine.js").WebWorkerEngine} engine @param {ReplyView} view
- * @param {ChatCompletionRequest} request
- * @returns {Promise<{message: AssistantMessageParam, finish: string|null}>}
+ * Stream `request` (sent with `stream: true` and usage); `onFirst` sees choice 0 after each chunk.
+ * Engine errors propagate as they are (typed, `param` naming the field).
+ * @param {import("../engine.js").WebWorkerEngine} engine @param {ChatCompletionRequest} request
+ * @param {(choice: ChoiceResult) => void} onFirst
+ * @returns {Promise<{choices: ChoiceResult[], stats: Stats|null}>}
  */
-export async function streamReply(engine, view, request) {
-  const div = view.newMessage();
-  const body = /** @type {HTMLElement} */ (div.querySelector(".body"));
-  const callsView = document.createElement("span");
-  callsView.className = "calls";
-  div.append(callsView);
-  let reply = "";
-  /** @type {ChatCompletionMessageToolCall[]} */
-  const calls = [];
-  /** @type {string|null} */
-  let finish = null;
-  try {
-    const stream = /** @type {AsyncIterable<ChatCompletionChunk>} */ (await engine.chat.completions.create(request));
-    for await (const chunk of stream) {
-      for (const choice of chunk.choices) {
-        reply += choice.delta.content ?? "";
-        body.textContent = reply;
-        for (const d of choice.delta.tool_calls ?? []) {
-          calls[d.index] ??= { id: d.id ?? "", type: "function", function: { name: d.function.name ?? "", arguments: "" } };
-          calls[d.index].function.arguments += d.function.arguments ?? "";
-        }
-        if (calls.length) {
-          callsView.textContent = calls.map((c) => `→ ${c.function.name}(${c.function.arguments})`).join("\n");
-        }
-        finish = choice.finish_reason ?? finish;
+export async function streamChoices(engine, request, onFirst) {
+  /** @type {ChoiceResult[]} */
+  const choices = [];
+  /** @type {Stats|null} */
+  let stats = null;
+  const stream = /** @type {AsyncIterable<ChatCompletionChunk>} */ (
+    await engine.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } }));
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) {
+      const out = (choices[c.index] ??= emptyChoice());
+      out.content += c.delta.content ?? "";
+      for (const d of c.delta.tool_calls ?? []) {
+        out.tool_calls[d.index] ??= { id: d.id ?? "", type: "function", function: { name: d.function.name ?? "", arguments: "" } };
+        out.tool_calls[d.index].function.arguments += d.function.arguments ?? "";
       }
-      if (chunk.usage?.extra) {
-        const x = chunk.usage.extra;
-        const meta = document.createElement("span");
-        meta.className = "meta";
-        meta.textContent =
-          `${chunk.usage.completion_tokens} tokens · ${x.decode_tokens_per_s.toFixed(1)} tokens/s · ` +
-          `first token ${(x.time_to_first_token_s * 1000).toFixed(0)} ms · ${finish}`;
-        div.append(meta);
-        view.showSpeed(`${x.decode_tokens_per_s.toFixed(1)} tokens/s`);
-      }
-      view.scroll();
+      out.logprobs.push(...(c.logprobs?.content ?? []));
+      out.finish = c.finish_reason ?? out.finish;
     }
-    div.dataset.finish = finish ?? "";
-    /** @type {AssistantMessageParam} */
-    const message = { role: "assistant", content: calls.length && !reply.trim() ? null : reply };
-    if (calls.length) message.tool_calls = calls;
-    return { message, finish };
-  } catch (/** @type {any} */ err) {
-    div.classList.add("error");
-    body.textContent = `${err.name}: ${err.message}`;
-    throw Object.assign(err, { shown: true });
-  } finally {
-    div.dataset.done = "true";
+    if (chunk.usage) stats = statsOf(chunk.usage);
+    if (choices[0]) onFirst(choices[0]);
   }
+  for (let i = 0; i < choices.length; i++) choices[i] ??= emptyChoice();
+  return { choices, stats };
 }
