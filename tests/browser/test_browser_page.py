@@ -38,6 +38,7 @@ def test_chat_page_streams_a_reply_and_stop_ends_it(browser, site_url):
     # 2. a long reply, streamed, stopped by the Stop button
     page.goto(site_url + "index.html?model=tiny-chat&max_tokens=900&ignore_eos=1&temperature=0")
     page.wait_for_selector("body[data-ready='true']")
+    page.click("#clear")  # the reload reopened the conversation above: start a new one
     page.fill("#prompt", "Tell me about the textwrap module.")
     page.click("#send")
     body = page.locator(".message.assistant .body")

@@ -39,28 +39,39 @@ export class Db {
     this.db = db;
   }
 
-  /** @param {string} store @param {IDBTransactionMode} mode */
-  store(store, mode) {
-    return this.db.transaction(store, mode).objectStore(store);
+  /** @param {string} store */
+  reader(store) {
+    return this.db.transaction(store, "readonly").objectStore(store);
   }
 
   /** Every record of a store. @param {string} store @returns {Promise<any[]>} */
   all(store) {
-    return done(this.store(store, "readonly").getAll());
+    return done(this.reader(store).getAll());
   }
 
   /** @param {string} store @param {IDBValidKey} key @returns {Promise<any>} */
   get(store, key) {
-    return done(this.store(store, "readonly").get(key));
+    return done(this.reader(store).get(key));
   }
 
-  /** Write a record (a key for stores without a key path). @param {string} store @param {any} value @param {IDBValidKey} [key] */
-  async put(store, value, key) {
-    await done(this.store(store, "readwrite").put(value, key));
+  /** Write a record (a key for stores without a key path), settled once committed. @param {string} store @param {any} value @param {IDBValidKey} [key] */
+  put(store, value, key) {
+    return this.write(store, (s) => s.put(value, key));
   }
 
   /** @param {string} store @param {IDBValidKey} key */
-  async delete(store, key) {
-    await done(this.store(store, "readwrite").delete(key));
+  delete(store, key) {
+    return this.write(store, (s) => s.delete(key));
+  }
+
+  /** @param {string} store @param {(s: IDBObjectStore) => void} change @returns {Promise<void>} */
+  write(store, change) {
+    const tx = this.db.transaction(store, "readwrite");
+    change(tx.objectStore(store));
+    return new Promise((resolve, reject) => {
+      tx.oncomplete = () => resolve();
+      tx.onerror = () => reject(tx.error);
+      tx.onabort = () => reject(tx.error);
+    });
   }
 }
