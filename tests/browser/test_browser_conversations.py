@@ -407,14 +407,19 @@ def test_screenshots_wide_and_phone_light_and_dark(chat: Chat) -> None:
     chat.send("What does json.dumps do?")
     page.click(".message.assistant .regenerate")
     chat.settle()
-    chat.settings()
     ARTIFACTS.mkdir(exist_ok=True)
     for width, scheme in ((1280, "light"), (1280, "dark"), (390, "light"), (390, "dark")):
-        page.set_viewport_size({"width": width, "height": 900})
+        page.set_viewport_size({"width": width, "height": 844})
         page.emulate_media(color_scheme=scheme)
+        chat.settings()
+        page.screenshot(path=str(ARTIFACTS / f"conversations-settings-{width}-{scheme}.png"))
+        page.click("#chat-settings summary")
         if width < 600:
             page.click("#sidebar-toggle")
+            page.wait_for_timeout(400)  # the drawer slides in
             page.screenshot(path=str(ARTIFACTS / f"conversations-sidebar-{width}-{scheme}.png"))
             page.locator("body").press("Control+Shift+S")  # the open drawer covers its toggle
+            page.wait_for_timeout(400)
         assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
-        page.screenshot(path=str(ARTIFACTS / f"conversations-{width}-{scheme}.png"), full_page=True)
+        assert page.locator(".message.assistant").is_visible()
+        page.screenshot(path=str(ARTIFACTS / f"conversations-{width}-{scheme}.png"))

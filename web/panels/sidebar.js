@@ -111,7 +111,10 @@ export function mountSidebar(root, options) {
       const title = button(c.title, "conv-open");
       if (c.id === open) title.setAttribute("aria-current", "true");
       title.title = c.title;
-      title.addEventListener("click", () => options.open(c.id));
+      title.addEventListener("click", () => {
+        options.shell.setSidebar(false); // the phone's drawer makes way for the chat
+        options.open(c.id);
+      });
       const rename = button("✎", "conv-rename", `Rename “${c.title}”`);
       rename.addEventListener("click", () => startRename(li, c));
       const del = button("✕", "conv-delete", `Delete “${c.title}”`);
@@ -126,7 +129,10 @@ export function mountSidebar(root, options) {
   search.addEventListener("keydown", (e) => {
     if (e.key === "Escape" && search.value) { e.stopPropagation(); search.value = ""; refresh(); }
   });
-  newChat.addEventListener("click", () => options.newChat());
+  newChat.addEventListener("click", () => {
+    options.shell.setSidebar(false);
+    options.newChat();
+  });
   exportButton.addEventListener("click", () => {
     const url = URL.createObjectURL(new Blob([library.exportJson()], { type: "application/json" }));
     const a = el("a");
