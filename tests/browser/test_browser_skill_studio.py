@@ -162,7 +162,17 @@ def marked_lines(page: Any) -> list[str]:
     """The text of every editor line that carries an error diagnostic."""
     page.wait_for_selector("#skill-editor .cm-lintRange-error")
     return page.eval_on_selector_all(
-        "#skill-editor .cm-line", "ls => ls.filter((l) => l.querySelector('.cm-lintRange-error')).map((l) => l.textContent)")
+        "#skill-editor .cm-line",
+        "ls => ls.filter((l) => l.querySelector('.cm-lintRange-error')).map((l) => l.textContent)")
+
+
+def axe_violations(page: Any) -> list[str]:
+    """axe-core's WCAG 2 A/AA checks (contrast among them) over the studio, in the page's current theme."""
+    if not page.evaluate("() => 'axe' in window"):
+        page.add_script_tag(path=str(ROOT / "node_modules/axe-core/axe.min.js"))
+    found = page.evaluate("""async () => (await axe.run('#panel-skills', {runOnly: ['wcag2a', 'wcag2aa']}))
+        .violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)""")
+    return list(found)
 
 
 def page_engine_run(page: Any, name: str, input: Any) -> Any:
@@ -171,7 +181,8 @@ def page_engine_run(page: Any, name: str, input: Any) -> Any:
     out = page.evaluate("""async ([name, input]) => {
         if (!window.testEngine) {
           const { CreateWebWorkerEngine } = await import('./web/engine.js');
-          window.testEngine = await CreateWebWorkerEngine(new Worker('./worker/worker.js', { type: 'module' }), 'tiny-chat');
+          const worker = new Worker('./worker/worker.js', { type: 'module' });
+          window.testEngine = await CreateWebWorkerEngine(worker, 'tiny-chat');
         }
         try { return { ok: true, value: await window.testEngine.skills.run(name, input) }; }
         catch (e) { return { ok: false, error: `${e.name}: ${e.message}` }; }
@@ -235,7 +246,15 @@ def test_a_typed_skill_registers_and_its_form_runs_it_like_the_engine_and_cpytho
     error = run_and_wait(page, "error")
     assert error.startswith("InvalidInputError") and "count" in error
     assert page.get_attribute("[data-field='count']", "aria-invalid") == "true"
-    page.screenshot(path=str(RESULTS / "skill_studio.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 1500})
+    page.eval_on_selector("#panel-skills", "p => { p.scrollTop = 0; }")
+    page.screenshot(path=str(RESULTS / "skill_studio.png"))
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        assert axe_violations(page) == [], scheme
+    page.screenshot(path=str(RESULTS / "skill_studio_dark.png"))
+    page.emulate_media(color_scheme="light")
+    page.set_viewport_size({"width": 1280, "height": 900})
     assert dialogs == [] and [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
 
 
@@ -325,6 +344,7 @@ def test_an_example_loads_in_one_click_and_runs_at_phone_width(browser, site_url
         ...['#skill-editor', '#skill-run-form', '#skill-output', '#skill-register'].map(
           (s) => document.querySelector(s).getBoundingClientRect().right)]""")
     assert max(widths) <= 390, widths
-    page.screenshot(path=str(RESULTS / "skill_studio_390.png"), full_page=True)
+    page.eval_on_selector("#panel-skills", "p => { p.scrollTop = 0; }")
+    page.screenshot(path=str(RESULTS / "skill_studio_390.png"))
     assert dialogs == [] and [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
     page.context.close()

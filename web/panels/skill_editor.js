@@ -56,7 +56,9 @@ export function createSkillEditor(parent, source, keys) {
       syntaxHighlighting(classHighlighter),
       lintGutter(),
       theme,
-      EditorView.contentAttributes.of({ "aria-label": "Skill source (Python)" }),
+      EditorView.lineWrapping, // long lines stay readable on a phone
+      // tabindex: contenteditable is in the tab order already; said out loud, checkers see it too
+      EditorView.contentAttributes.of({ "aria-label": "Skill source (Python)", tabindex: "0" }),
     ],
   });
 
