@@ -72,11 +72,13 @@ export function mountModels(root, loader) {
     const mine = ++planSeq;
     const id = chosen();
     const device = last?.device === "auto" ? (webgpu ? "webgpu" : "wasm") : last?.device ?? "wasm";
-    /** @param {string} text @param {string} kind */
-    const say = (text, kind = "") => {
+    /** @param {string} text @param {string} kind @param {number|null} [bytes] the download's size, when known */
+    const say = (text, kind = "", bytes = null) => {
       if (mine !== planSeq) return;
       ui.plan.textContent = text;
       ui.plan.className = kind;
+      if (bytes === null) delete ui.plan.dataset.bytes;
+      else ui.plan.dataset.bytes = String(bytes);
     };
     if (!id) return say("Choose a model.");
     if (!site.has(id) && !HUB_ID.test(id)) return say(`${id} is neither a site model nor a Hugging Face id (org/name).`, "error");
@@ -88,12 +90,13 @@ export function mountModels(root, loader) {
         : await hubSize(id, hubMirror(), device);
       const what = size.bytes === null ? `size unknown (${size.note})` : `${formatBytes(size.bytes)} to download`;
       const fit = await storageFit(size.bytes);
-      if (!fit) return say(`${id}: ${what}. This browser gives no storage estimate.`);
+      if (!fit) return say(`${id}: ${what}. This browser gives no storage estimate.`, "", size.bytes);
       const free = `${formatBytes(Math.max(0, fit.quota - fit.usage))} free of ${formatBytes(fit.quota)}`;
       if (fit.fits === false) {
-        return say(`${id}: ${what}, but only ${free}: the browser may refuse to keep it. You can still load it.`, "warning");
+        return say(`${id}: ${what}, but only ${free}: the browser may refuse to keep it. You can still load it.`, "warning",
+          size.bytes);
       }
-      say(`${id}: ${what}; storage: ${free}${fit.fits ? ", it fits" : ""}.`);
+      say(`${id}: ${what}; storage: ${free}${fit.fits ? ", it fits" : ""}.`, "", size.bytes);
     } catch (/** @type {any} */ err) {
       say(`${id}: size unknown (${err.message}).`);
     }
@@ -111,6 +114,7 @@ export function mountModels(root, loader) {
     ui.progress.hidden = s.phase !== "loading" && s.phase !== "cancelling";
     ui.progress.value = s.report?.progress ?? 0;
     if (s.report?.bytesTotal) ui.progress.dataset.bytesLoaded = String(s.report.bytesLoaded);
+    else delete ui.progress.dataset.bytesLoaded;
     ui.cancel.disabled = s.phase !== "loading";
     ui.load.disabled = !loader.canLoad();
     for (const d of devices) d.checked = d.value === s.device;

@@ -49,11 +49,12 @@ async function headSize(url) {
 
 /**
  * The weights file transformers.js picks for `device`, as its get_model_files does: the dtype the
- * repo's `transformers.js_config` names, else q8 on WASM and fp32 elsewhere.
+ * repo's `transformers.js_config` names (with its `device_config` for `device`), else q8 on WASM and fp32 elsewhere.
  * @param {any} config the repo's config.json @param {string} device
  */
 export function weightsFiles(config, device) {
-  const custom = config?.["transformers.js_config"] ?? {};
+  const base = config?.["transformers.js_config"] ?? {};
+  const custom = { ...base, ...base.device_config?.[device] };
   const dtype = typeof custom.dtype === "string" && custom.dtype !== "auto" ? custom.dtype : device === "wasm" ? "q8" : "fp32";
   /** @type {Record<string, string>} */
   const suffix = { fp32: "", fp16: "_fp16", int8: "_int8", uint8: "_uint8", q8: "_quantized", q4: "_q4",
