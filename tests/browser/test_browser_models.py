@@ -18,6 +18,7 @@ from tests.support.paths import MODELS, ROOT
 pytestmark = pytest.mark.browser
 
 SHOTS = ROOT / "test-results"
+PageAndRequests = tuple[Any, list[str]]
 BUILT_IN_CHAT = ["smollm2-135m-instruct", "tiny-chat", "tiny-gpt2"]
 HUB_REPO = "csi-test/tiny-qwen2"
 # what transformers.js reads of that repo on WASM (its config names fp32 weights), as
@@ -52,6 +53,7 @@ def screenshots(page: Any, name: str) -> None:
     SHOTS.mkdir(exist_ok=True)
     for width in (1280, 390):
         page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(500)  # the phone layout's sidebar slides away
         page.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=True)
     page.set_viewport_size({"width": 1280, "height": 900})
 
@@ -75,7 +77,7 @@ def cached_files(page: Any, model: str) -> dict[str, int]:
 
 
 def test_the_picker_lists_the_site_models_real_one_first_with_their_sizes_on_disk_and_the_device(
-        page_and_requests, site_url):
+        page_and_requests: tuple[Any, list[str]], site_url: str) -> None:
     page, requests = page_and_requests
     open_models(page, site_url)
     items = page.locator("#models-site li")
@@ -122,7 +124,8 @@ def test_the_picker_lists_the_site_models_real_one_first_with_their_sizes_on_dis
     assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
 
 
-def test_a_loaded_model_is_listed_with_its_cached_bytes_and_delete_removes_it(page_and_requests, site_url):
+def test_a_loaded_model_is_listed_with_its_cached_bytes_and_delete_removes_it(
+        page_and_requests: PageAndRequests, site_url: str) -> None:
     page, requests = page_and_requests
     open_models(page, site_url)
     row = page.locator("#models-cached tr[data-model='tiny-chat']")
@@ -145,7 +148,8 @@ def test_a_loaded_model_is_listed_with_its_cached_bytes_and_delete_removes_it(pa
     assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
 
 
-def test_cancel_during_a_load_of_the_real_model_stops_it_and_tiny_chat_loads_after(page_and_requests, site_url):
+def test_cancel_during_a_load_of_the_real_model_stops_it_and_tiny_chat_loads_after(
+        page_and_requests: PageAndRequests, site_url: str) -> None:
     page, requests = page_and_requests
     open_models(page, site_url)
     page.check("#models-site li[data-model='smollm2-135m-instruct'] input")
@@ -183,7 +187,8 @@ def test_cancel_during_a_load_of_the_real_model_stops_it_and_tiny_chat_loads_aft
     assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
 
 
-def test_a_hub_id_shows_its_download_size_from_the_mirror_before_it_loads(page_and_requests, site_url):
+def test_a_hub_id_shows_its_download_size_from_the_mirror_before_it_loads(
+        page_and_requests: PageAndRequests, site_url: str) -> None:
     from buildtools.site import build_hub_models
 
     folder = build_hub_models()[HUB_REPO]
