@@ -14,6 +14,7 @@ import { mountReplyFormat } from "./panels/reply_format.js";
 import { mountSettings } from "./panels/settings.js";
 import { mountShell } from "./panels/shell.js";
 import { mountSidebar } from "./panels/sidebar.js";
+import { mountSkillStudio } from "./panels/skill_studio.js";
 import { serveV1 } from "./v1_host.js";
 
 /** The chat model a person meets first. */
@@ -47,6 +48,9 @@ const settingsPanel = mountSettings(find(document, "#chat-settings", HTMLElement
   onChange: (s, system) => chat.setSettings(s, system),
 });
 const insides = mountInsides(find(document, "#insides", HTMLElement));
+const studio = mountSkillStudio(find(document, "#panel-skills", HTMLElement), {
+  onBusy: (busy) => shell.setEngineState(busy ? "generating" : "ready"),
+});
 const documents = mountDocuments(find(document, "#docs", HTMLElement), { maxTokens: overrides.max_tokens ?? 256 });
 const chat = mountChat(document.body, {
   library, overrides, defaults: DEFAULT_SETTINGS, settings: settingsPanel, replyFormat,
@@ -71,6 +75,7 @@ const loader = mountModelLoader(document.body, {
     chat.setEngine(engine);
     chat.setLoading(loading);
     documents.setEngine(engine);
+    studio.setEngine(engine);
     documents.setLoading(loading);
   },
   onLoaded(engine, model) {
