@@ -72,6 +72,18 @@ class Chat:
         self.page.fill(selector, value)
         self.page.locator(selector).dispatch_event("change")
 
+    def axe(self, selector: str) -> list[dict[str, Any]]:
+        """axe-core's serious and critical violations inside `selector`."""
+        if not self.page.evaluate("typeof window.axe === 'object'"):
+            self.page.add_script_tag(path=str(ROOT / "node_modules" / "axe-core" / "axe.min.js"))
+        found = self.page.evaluate(
+            """async (sel) => (await axe.run(document.querySelector(sel),
+                 {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']}}))
+                 .violations.map((v) => ({id: v.id, impact: v.impact,
+                                          nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' '))}))""",
+            selector)
+        return [v for v in found if v["impact"] in ("serious", "critical")]
+
     def export(self, folder: Path) -> tuple[dict, Path]:
         """Click Export; the downloaded file (kept in `folder`) and what it holds."""
         with self.page.expect_download() as info:
@@ -412,14 +424,21 @@ def test_screenshots_wide_and_phone_light_and_dark(chat: Chat) -> None:
         page.set_viewport_size({"width": width, "height": 844})
         page.emulate_media(color_scheme=scheme)
         chat.settings()
+        page.click("#structure summary")
+        page.select_option("#format", "grammar")
+        assert chat.axe("#panel-chat") == []
+        page.click("#structure summary")
         page.screenshot(path=str(ARTIFACTS / f"conversations-settings-{width}-{scheme}.png"))
         page.click("#chat-settings summary")
         if width < 600:
             page.click("#sidebar-toggle")
             page.wait_for_timeout(400)  # the drawer slides in
+            assert chat.axe("#sidebar") == []
             page.screenshot(path=str(ARTIFACTS / f"conversations-sidebar-{width}-{scheme}.png"))
             page.locator("body").press("Control+Shift+S")  # the open drawer covers its toggle
             page.wait_for_timeout(400)
         assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
         assert page.locator(".message.assistant").is_visible()
+        if width > 600:
+            assert chat.axe("#sidebar") == []
         page.screenshot(path=str(ARTIFACTS / f"conversations-{width}-{scheme}.png"))
