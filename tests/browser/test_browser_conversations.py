@@ -385,6 +385,34 @@ def test_settings_are_kept_per_conversation_and_presets_set_what_is_sent(browser
     chat.close()
 
 
+def test_a_grammar_constrains_the_reply_and_the_format_belongs_to_the_conversation(chat: Chat,
+                                                                                   engine_page: EnginePage) -> None:
+    page = chat.page
+    page.click("#structure summary")
+    page.select_option("#format", "grammar")
+    page.fill("#grammar", 'root ::= "yes" | "no" | "maybe so"')
+    page.locator("#grammar").dispatch_event("change")
+    chat.send("Is water wet?")
+    assert chat.texts("assistant")[0] in ("yes", "no", "maybe so")
+    assert chat.texts("assistant") == engine_reply(engine_page, {
+        "messages": user("Is water wet?"), "temperature": 0, "max_tokens": 12,
+        "response_format": {"type": "grammar", "grammar": 'root ::= "yes" | "no" | "maybe so"'}})
+    page.click("#new-chat")
+    page.select_option("#format", "off")
+    chat.send("Is fire hot?")
+    chat.reload()
+    assert page.input_value("#format") == "off"
+    chat.conv("Is water wet?").locator(".conv-open").click()
+    assert page.input_value("#format") == "grammar"
+    assert page.input_value("#grammar") == 'root ::= "yes" | "no" | "maybe so"'
+    # a grammar the engine cannot read: its error names the field, on the message
+    page.click("#structure summary")
+    page.fill("#grammar", "root ::= (")
+    page.locator("#grammar").dispatch_event("change")
+    chat.send("Again?")
+    assert page.get_attribute(".message.assistant.error", "data-param") == "response_format.grammar"
+
+
 def test_a_follow_up_reuses_the_cached_prefix_and_the_token_view_keeps_logprobs(chat: Chat,
                                                                                 engine_page: EnginePage) -> None:
     page = chat.page
