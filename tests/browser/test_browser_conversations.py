@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.support.browser import LOCAL_PREFIXES, EnginePage
 from tests.support.paths import ROOT
@@ -59,6 +60,15 @@ class Chat:
 
     def titles(self) -> list[str]:
         return self.page.locator("#conv-list .conv-open").all_inner_texts()
+
+    def titles_are(self, titles: list[str]) -> None:
+        """The sidebar lists these titles, in this order (waiting for what a click started)."""
+        found = self.page.locator("#conv-list .conv-open")
+        expect(found).to_have_text(titles) if titles else expect(found).to_have_count(0)
+
+    def questions_are(self, texts: list[str]) -> None:
+        found = self.page.locator(".message.user .body")
+        expect(found).to_have_text(texts) if texts else expect(found).to_have_count(0)
 
     def conv(self, title: str) -> Any:
         return self.page.locator("#conv-list .conv", has=self.page.locator(".conv-open", has_text=title))
@@ -122,56 +132,56 @@ def test_conversations_survive_a_reload_and_are_searched_renamed_and_deleted(cha
     chat.send("Name a Python module.")
     first_reply = chat.texts("assistant")
     chat.page.click("#new-chat")
-    assert chat.texts("user") == []
+    chat.questions_are([])
     chat.send("What is a list?")
     second_reply = chat.texts("assistant")
-    assert chat.titles() == ["What is a list?", "Name a Python module."]
+    chat.titles_are(["What is a list?", "Name a Python module."])
 
     chat.reload()
-    assert chat.titles() == ["What is a list?", "Name a Python module."]
+    chat.titles_are(["What is a list?", "Name a Python module."])
     assert page.locator("#conv-list [aria-current='true']").inner_text() == "What is a list?"
-    assert chat.texts("user") == ["What is a list?"]
+    chat.questions_are(["What is a list?"])
     assert chat.texts("assistant") == second_reply
     chat.conv("Name a Python module.").locator(".conv-open").click()
-    assert chat.texts("user") == ["Name a Python module."]
+    chat.questions_are(["Name a Python module."])
     assert chat.texts("assistant") == first_reply
 
     # rename: the title is no longer the question, which search still finds by its text
     chat.conv("Name a Python module.").locator(".conv-rename").click()
     page.fill("#conv-list .conv-title-input", "Alpha <b>notes</b>")
     page.press("#conv-list .conv-title-input", "Enter")
-    assert chat.titles() == ["What is a list?", "Alpha <b>notes</b>"]  # newest talk first; a rename is no talk
+    chat.titles_are(["What is a list?", "Alpha <b>notes</b>"])  # newest talk first; a rename is no talk
     assert page.locator("#sidebar b").count() == 0
     page.fill("#conv-search", "python MODULE")
-    assert chat.titles() == ["Alpha <b>notes</b>"]
+    chat.titles_are(["Alpha <b>notes</b>"])
     page.fill("#conv-search", "list")
-    assert chat.titles() == ["What is a list?"]
+    chat.titles_are(["What is a list?"])
     page.fill("#conv-search", "no such words")
-    assert chat.titles() == []
+    chat.titles_are([])
     assert "No conversation matches" in page.inner_text("#conv-list")
     page.fill("#conv-search", "")
     chat.reload()
-    assert sorted(chat.titles()) == ["Alpha <b>notes</b>", "What is a list?"]
+    chat.titles_are(["What is a list?", "Alpha <b>notes</b>"])
 
     # delete the open one: the other opens; Undo brings it back
     chat.conv("Alpha").locator(".conv-open").click()
     chat.conv("Alpha").locator(".conv-delete").click()
-    assert chat.titles() == ["What is a list?"]
-    assert chat.texts("user") == ["What is a list?"]
+    chat.titles_are(["What is a list?"])
+    chat.questions_are(["What is a list?"])
     page.click("#conv-undo button")
-    assert sorted(chat.titles()) == ["Alpha <b>notes</b>", "What is a list?"]
-    assert chat.texts("user") == ["Name a Python module."]
+    chat.titles_are(["What is a list?", "Alpha <b>notes</b>"])
+    chat.questions_are(["Name a Python module."])
     chat.conv("What is a list?").locator(".conv-delete").click()
-    assert chat.titles() == ["Alpha <b>notes</b>"]
+    chat.titles_are(["Alpha <b>notes</b>"])
     chat.reload()
-    assert chat.titles() == ["Alpha <b>notes</b>"]
-    assert chat.texts("user") == ["Name a Python module."]
+    chat.titles_are(["Alpha <b>notes</b>"])
+    chat.questions_are(["Name a Python module."])
 
     # the keyboard: Ctrl+K searches, Ctrl+Shift+O starts a new chat
     page.locator("body").press("Control+k")
     assert page.evaluate("document.activeElement.id") == "conv-search"
     page.locator("body").press("Control+Shift+O")
-    assert chat.texts("user") == []
+    chat.questions_are([])
 
 
 def test_export_then_import_round_trips_and_a_bad_file_changes_nothing(browser: Any, site_url: str,
@@ -258,20 +268,20 @@ def test_an_edited_question_is_a_branch_and_flipping_back_shows_the_old_reply(ch
     page.fill(".message.user .edit-text", "Tell me about dicts.")
     page.click(".message.user .edit-send")
     chat.settle()
-    assert chat.texts("user") == ["Tell me about dicts."]
+    chat.questions_are(["Tell me about dicts."])
     assert page.inner_text(".message.user .branch-pos") == "2/2"
     assert chat.texts("assistant") == engine_reply(
         engine_page, {"messages": user("Tell me about dicts."), "temperature": 0, "max_tokens": 12})
     page.click(".message.user .branch-prev")
-    assert chat.texts("user") == ["Tell me about sets."]
+    chat.questions_are(["Tell me about sets."])
     assert chat.texts("assistant") == old
     assert page.inner_text(".message.user .branch-pos") == "1/2"
     chat.reload()
-    assert chat.texts("user") == ["Tell me about sets."]
+    chat.questions_are(["Tell me about sets."])
     assert chat.texts("assistant") == old
     # a follow-up goes on from the shown branch only
     chat.send("And frozensets?")
-    assert chat.texts("user") == ["Tell me about sets.", "And frozensets?"]
+    chat.questions_are(["Tell me about sets.", "And frozensets?"])
     assert chat.texts("assistant")[1] == engine_reply(engine_page, {
         "messages": [*user("Tell me about sets."), {"role": "assistant", "content": old[0]}, *user("And frozensets?")],
         "temperature": 0, "max_tokens": 12})[0]
