@@ -1,6 +1,6 @@
 // The chat playground, wired: the engine is created by the first model load, and each panel (in
 // web/panels/) owns its elements and state; this file only connects them. Generation settings,
-// the model and the device can be set in the URL: ?temperature=0&max_tokens=512&ignore_eos=1&model=…&device=…
+// the model and the device can be set in the URL: ?temperature=0&max_tokens=512&ignore_eos=1&model=…&device=…&hub=<mirror URL>
 
 import { CreateWebWorkerEngine } from "./engine.js";
 import { mountChat } from "./panels/chat.js";
@@ -54,6 +54,9 @@ const chat = mountChat(document.body, {
 });
 const loader = mountModelLoader(document.body, {
   createEngine,
+  onProgress(text) {
+    shell.setEngineState("loading", text);
+  },
   onLoading(loading, engine) {
     if (loading) shell.setEngineState("loading");
     chat.setEngine(engine);
