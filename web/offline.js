@@ -20,12 +20,15 @@ const SEEN = "csi-site-version";
 export async function startOffline(root, options = {}) {
   const container = navigator.serviceWorker;
   if (!container) return null;
+  // the page came from this service worker's version: another one taking over makes it out of date
+  const loadedFrom = container.controller;
   container.addEventListener("message", (e) => {
     const type = e.data?.type;
     if (typeof e.data?.version !== "string") return;
+    const stale = !!loadedFrom && e.source !== loadedFrom;
     // a reply of the service worker that controlled the page before an update is out of date
-    if (type === "csi-site-version" && e.source === container.controller) learn(root, e.data.version, false);
-    else if (type === "csi-site-updated") learn(root, e.data.version, true);
+    if (type === "csi-site-version" && e.source === container.controller) learn(root, e.data.version, stale);
+    else if (type === "csi-site-updated") learn(root, e.data.version, stale);
   });
   container.startMessages(); // (messages wait until then, or until the document is loaded)
   const ask = () => container.controller?.postMessage({ type: "csi-site-version" });

@@ -115,36 +115,35 @@ async function precache() {
   await cache.put(MANIFEST_KEY, Response.json(site)); // last: a cache with a manifest is complete
 }
 
-/** @returns {Promise<Array<{cache: Cache, site: SiteManifest}>>} the earlier versions still stored */
+/** @returns {Promise<Array<{cacheName: string, site: SiteManifest}>>} the earlier versions still stored */
 async function earlierVersions() {
   const found = [];
-  for (const name of await caches.keys()) {
-    if (!name.startsWith(SITE_PREFIX) || name === SITE_CACHE) continue;
-    const cache = await caches.open(name);
-    const site = await (await cache.match(MANIFEST_KEY))?.json();
-    if (site) found.push({ cache, site });
+  for (const cacheName of await caches.keys()) {
+    if (!cacheName.startsWith(SITE_PREFIX) || cacheName === SITE_CACHE) continue;
+    const site = await (await caches.match(MANIFEST_KEY, { cacheName }))?.json();
+    if (site) found.push({ cacheName, site });
   }
   return found;
 }
 
 /**
  * The file `path` as an earlier version stored it, when its digest is `digest`.
- * @param {Array<{cache: Cache, site: SiteManifest}>} earlier @param {string} path @param {string} digest
+ * @param {Array<{cacheName: string, site: SiteManifest}>} earlier @param {string} path @param {string} digest
  */
 async function keptFile(earlier, path, digest) {
-  for (const { cache, site } of earlier) {
+  for (const { cacheName, site } of earlier) {
     if ((site.files[path] ?? site.lazy[path]) !== digest) continue;
-    const hit = await cache.match(new URL(path, BASE).href);
+    const hit = await caches.match(new URL(path, BASE).href, { cacheName });
     if (hit) return hit;
   }
   return null;
 }
 
-/** Control the open pages, drop earlier versions, and tell the pages when this version replaced one. */
+/** Drop earlier versions, control the open pages, and tell them when this version replaced one. */
 async function takeOver() {
-  await sw.clients.claim();
   const earlier = (await caches.keys()).filter((n) => n.startsWith(SITE_PREFIX) && n !== SITE_CACHE);
   for (const name of earlier) await caches.delete(name);
+  await sw.clients.claim();
   if (!earlier.length || SITE_VERSION === "dev") return;
   for (const client of await sw.clients.matchAll({ type: "window", includeUncontrolled: true })) {
     client.postMessage({ type: "csi-site-updated", version: SITE_VERSION });
@@ -153,7 +152,7 @@ async function takeOver() {
 
 /** @returns {Promise<SiteManifest|null>} */
 function siteManifest() {
-  manifest ??= caches.open(SITE_CACHE).then(async (c) => (await c.match(MANIFEST_KEY))?.json() ?? null);
+  manifest ??= caches.match(MANIFEST_KEY, { cacheName: SITE_CACHE }).then((r) => r?.json() ?? null);
   return manifest.then((site) => {
     if (!site) manifest = null; // not stored yet: read it again next time
     return site;
@@ -165,17 +164,22 @@ function siteManifest() {
  * @param {FetchEvent} event @param {string} key the file's URL without query
  */
 async function fromSite(event, key) {
-  const cache = await caches.open(SITE_CACHE);
   const range = event.request.headers.get("range");
-  const hit = await cache.match(key);
+  // (caches.open would make the cache again when a newer version deleted it)
+  const hit = await caches.match(key, { cacheName: SITE_CACHE });
   if (hit) return range ? partial(hit, range) : hit;
   const response = await fetch(event.request);
   if (response.status === 200 && !range) {
     const path = key.slice(BASE.href.length);
     const site = await siteManifest();
-    if (site && (path in site.files || path in site.lazy)) event.waitUntil(cache.put(key, response.clone()));
+    if (site && (path in site.files || path in site.lazy)) event.waitUntil(keep(key, response.clone()));
   }
   return response;
+}
+
+/** Store a response in this version's cache, unless a newer version deleted it. @param {string} key @param {Response} response */
+async function keep(key, response) {
+  if (await caches.has(SITE_CACHE)) await (await caches.open(SITE_CACHE)).put(key, response);
 }
 
 /**
