@@ -80,3 +80,8 @@ shell.addShortcuts([
 ]);
 
 loader.start(params.get("model") ?? DEFAULT_MODEL, params.get("device") ?? "wasm");
+
+// Offline use: the service worker keeps the app shell and the runtime, and says when a new version took over.
+import("./offline.js")
+  .then(({ startOffline }) => startOffline(document.body))
+  .catch((err) => console.warn(`csi-web cannot work offline here: ${err.message}`));
