@@ -89,7 +89,7 @@ def own_site(tmp_path: Path) -> Iterator[OwnSite]:
 
 def expected_version(root: Path) -> str:
     """The site's version, by site.py's rule: sha256 over "<path> <sha256>\\n" of the files the
-    service worker keeps (app shell, runtime, language data), sorted, then the service worker's source."""
+    service worker keeps (app shell, runtime, example skills, language data), sorted, then the service worker's source."""
     kept = [p for p in root.rglob("*") if p.is_file() and kept_offline(p.relative_to(root).as_posix())]
     lines = sorted(f"{p.relative_to(root).as_posix()} {hashlib.sha256(p.read_bytes()).hexdigest()}\n" for p in kept)
     source = (ROOT / "worker" / "service_worker.js").read_bytes()
@@ -99,7 +99,7 @@ def expected_version(root: Path) -> str:
 
 def kept_offline(rel: str) -> bool:
     top = rel.split("/")[0]
-    return (rel in ("index.html", "models/models.json") or top in ("web", "wheels", "lang")
+    return (rel in ("index.html", "models/models.json") or top in ("web", "wheels", "lang", "skills")
             or (top == "worker" and rel != "worker/service_worker.js")
             or (top == "vendor" and not rel.startswith("vendor/openai/")))
 
