@@ -69,8 +69,8 @@ async def snapshot(w: Worker, names: list[str], tag: str = "") -> dict[str, Any]
     """What the index holds: the listing, the documents, and every query's hits."""
     listed = await w.ok(f"l{tag}", "index_list", WHERE)
     docs = await w.ok(f"d{tag}", "csi_documents", [{**WHERE, "name": n} for n in names]) if names else []
-    hits = await w.ok(f"s{tag}", "csi_search", [{"index_path": {**WHERE, "index": "sem"}, "query": q, "max_results": 1000}
-                                          for q in queries()[:8]])
+    searches = [{"index_path": {**WHERE, "index": "sem"}, "query": q, "max_results": 1000} for q in queries()[:8]]
+    hits = await w.ok(f"s{tag}", "csi_search", searches)
     return {"listed": listed["documents"], "docs": docs,
             "hits": [[(h["document_path"]["name"], h["start"], h["end"], h["content"], round(h["score"], 4))
                       for h in per] for per in hits]}
