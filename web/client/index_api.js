@@ -9,18 +9,24 @@ import { deadline, requestCall } from "./calls.js";
  * @typedef {import("../../worker/protocol.js").Progress} Progress
  * @typedef {{documents: string[], chunks: number}} Committed
  *   what an index write committed before it was stopped: the documents' names, their chunks
- * @typedef {"index_put"|"index_create"} WriteType
+ * @typedef {import("./worker_client.js").Handlers} Handlers
+ */
+
+/**
+ * @template {import("./calls.js").RequestType} K
+ * @typedef {import("./calls.js").RequestOf<K>} RequestOf
  */
 
 /**
  * An index write that `options.signal` (an AbortSignal) can stop: the worker ends it before its
  * next committed batch and it rejects with an `AbortError` whose message, and `committed`, say
  * which documents went in (each whole; the others not at all). `interruptGenerate()` stops it too.
- * @template {WriteType} K
- * @param {import("./worker_client.js").WorkerClient} client @param {K} type
- * @returns {(request: import("./calls.js").RequestOf<K>, options?: CallOptions) => Promise<any>}
+ * @template R
+ * @param {import("./worker_client.js").WorkerClient} client
+ * @param {(request: R, handlers: Handlers) => Promise<any>} send sends the write with these handlers
+ * @returns {(request: R, options?: CallOptions) => Promise<any>}
  */
-function stoppableWrite(client, type) {
+function stoppableWrite(client, send) {
   return (request, options = {}) => {
     const id = client.newId();
     const cancel = () => client.cancel(id);
@@ -45,8 +51,7 @@ function stoppableWrite(client, type) {
       }
       progress?.(p);
     };
-    const body = /** @type {import("../../worker/protocol.js").MessageBody<K>} */ ({ request });
-    return client.send(type, body, { id, timeoutMs, progress: follow }).finally(release).catch((err) => {
+    return send(request, { id, timeoutMs, progress: follow }).finally(release).catch((err) => {
       if (err?.name === "AbortError") err.committed = committed;
       throw err;
     });
@@ -61,14 +66,16 @@ export function indexApi(client) {
      * -> the index's configuration and `created`; existing documents are indexed (progress as `put`).
      * `{signal}` stops the indexing between batches (`AbortError`; calling it again finishes it).
      */
-    createIndex: stoppableWrite(client, "index_create"),
+    createIndex: stoppableWrite(client, (/** @type {RequestOf<"index_create">} */ request, handlers) =>
+      client.send("index_create", { request }, handlers)),
     /**
      * `[{path: {namespace, collection, name}, contents: [{text} | "image"], metadata}]` -> `{documents, chunks}`.
      * Replaces documents with the same path. `progress({loaded, total, documents, chunks})` follows each commit.
      * `{signal}` (or `interruptGenerate()`) stops it before its next commit: it rejects with an
      * `AbortError` whose `committed` is `{documents: names, chunks}` of what went in.
      */
-    put: stoppableWrite(client, "index_put"),
+    put: stoppableWrite(client, (/** @type {RequestOf<"index_put">} */ request, handlers) =>
+      client.send("index_put", { request }, handlers)),
     /** `[{namespace, collection, name}]` -> whether each existed */
     delete: requestCall(client, "index_delete"),
     /** `{namespace?, collection?}` -> `{collections: [{namespace, collection, indexes}], documents?: [{name, chunks}]}` */
