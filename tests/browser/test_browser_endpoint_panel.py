@@ -67,7 +67,8 @@ def test_endpoint_panel_shows_the_service_and_its_snippets_work(browser, site_ur
     for name in ("openai", "fetch", "curl"):
         box = page.locator(f"#endpoint-snippets [data-snippet='{name}']")
         box.locator("button.copy").click()
-        page.wait_for_function(f"""document.querySelector("[data-snippet='{name}'] .copied").textContent === 'Copied.'""")
+        copied_note = f"[data-snippet='{name}'] .copied"
+        page.wait_for_function(f"""document.querySelector("{copied_note}").textContent === 'Copied.'""")
         copied = page.evaluate("navigator.clipboard.readText()")
         assert copied == box.locator("pre").text_content()
         assert site_url.rstrip("/") + "/v1" in copied and '"tiny-chat"' in copied
