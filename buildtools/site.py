@@ -180,6 +180,12 @@ def build_site() -> Path:
     sync_tree(ROOT / "web", DIST / "web")
     sync_tree(ROOT / "worker", DIST / "worker")
     sync_tree(ROOT / "bench", DIST / "bench")
+    # The example skills' sources, for the playground's skill studio: name -> file in index.json.
+    examples = ROOT / "py" / "csi" / "skills" / "examples"
+    sync_tree(examples, DIST / "skills" / "examples", lambda rel: rel.suffix == ".py" and rel.name != "__init__.py")
+    (DIST / "skills" / "examples" / "index.json").write_text(json.dumps(
+        [{"name": p.stem.replace("_", "-"), "file": p.name}
+         for p in sorted(examples.glob("*.py")) if p.name != "__init__.py"], indent=1) + "\n")
 
     wheels_dir = DIST / "wheels"
     wheels = [p for p in ensure_pyodide_wheels()]

@@ -11,6 +11,7 @@ import { mountInsides } from "./panels/insides.js";
 import { mountModelLoader } from "./panels/model_loader.js";
 import { mountReplyFormat } from "./panels/reply_format.js";
 import { mountShell } from "./panels/shell.js";
+import { mountSkillStudio } from "./panels/skill_studio.js";
 import { mountText } from "./panels/text.js";
 import { serveV1 } from "./v1_host.js";
 
@@ -41,6 +42,9 @@ async function createEngine(modelId, config) {
 const shell = mountShell(document);
 const replyFormat = mountReplyFormat(find(document, "#structure", HTMLElement));
 const insides = mountInsides(find(document, "#insides", HTMLElement));
+const studio = mountSkillStudio(find(document, "#panel-skills", HTMLElement), {
+  onBusy: (busy) => shell.setEngineState(busy ? "generating" : "ready"),
+});
 const documents = mountDocuments(find(document, "#docs", HTMLElement), { maxTokens: settings.max_tokens });
 const chat = mountChat(document.body, {
   settings,
@@ -57,6 +61,7 @@ const loader = mountModelLoader(document.body, {
     chat.setEngine(engine);
     chat.setLoading(loading);
     documents.setEngine(engine);
+    studio.setEngine(engine);
     documents.setLoading(loading);
     text.setEngine(loading ? null : engine);
   },

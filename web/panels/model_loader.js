@@ -1,24 +1,41 @@
-// The model loader: the header's model picker and Load button, the progress bar while a model
-// loads, and the footer's status line. It owns the engine's life: the first load creates the
-// engine (with the `createEngine` it is given), later loads reload the same engine.
+// The model loader: the top bar's quick model picker and Load button, the progress bar while a
+// model loads, and the footer's status line. It owns the engine's life: the first load creates the
+// engine (with the `createEngine` it is given), later loads reload the same engine; a cancel unloads
+// it. It also mounts the Models panel, which drives the same loads.
 
 import { find } from "./dom.js";
+import { mountModels } from "./models.js";
+import { formatBytes, hubMirror, siteModels } from "./models_sizes.js";
 
 /**
  * @typedef {import("../engine.js").WebWorkerEngine} WebWorkerEngine
  * @typedef {import("../engine.js").EngineConfig} EngineConfig
  * @typedef {import("../engine.js").InitProgressReport} InitProgressReport
+ * @typedef {"wasm"|"webgpu"|"auto"} Device
  * @typedef {object} LoaderEvents
  * @property {(modelId: string, config: EngineConfig) => Promise<WebWorkerEngine>} createEngine
  *   makes the engine on the first load
  * @property {(loading: boolean, engine: WebWorkerEngine|null) => void} onLoading
  *   a load starts or ends; `engine` once there is one (a failed reload keeps it)
  * @property {(engine: WebWorkerEngine|null, model: string) => void} onLoaded
- *   a load ended: the model now ready, or "" when it failed (no model is loaded then)
+ *   a load ended: the model now ready, or "" when it failed or was cancelled (no model is loaded then)
+ * @property {(text: string, report: InitProgressReport) => void} [onProgress]
+ *   a load moved on: `text` says how far ("loading 45% of 120.3 MB"), for the top bar's state
+ * @typedef {{phase: "idle"|"loading"|"cancelling"|"ready"|"failed"|"cancelled", model: string,
+ *            loaded: string, device: Device, report: InitProgressReport|null, generating: boolean,
+ *            text: string}} LoaderState
+ *   `model` the model of the last load asked for, `loaded` the model ready now ("" for none)
  */
 
+/** "loading 45% of 120.3 MB", or the stage while sizes are unknown. @param {InitProgressReport} r */
+export function progressText(r) {
+  if (r.bytesTotal) return `loading ${Math.floor(r.progress * 100)}% of ${formatBytes(r.bytesTotal)}`;
+  return `loading: ${r.stage}${r.file ? ` ${r.file}` : ""}`;
+}
+
 /**
- * Mount the loader on a root that holds the load form, the progress bar and the status line.
+ * Mount the loader on a root that holds the load form, the progress bar, the status line and the
+ * Models panel.
  * @param {ParentNode} root @param {LoaderEvents} events
  */
 export function mountModelLoader(root, events) {
@@ -35,84 +52,144 @@ export function mountModelLoader(root, events) {
   };
   /** @type {WebWorkerEngine|null} */
   let engine = null;
-  let loading = false;
+  /** @type {Promise<WebWorkerEngine>|null} the first load, making the engine */
+  let creating = null;
+  /** the latest load: only it may change what the page shows */
+  let seq = 0;
+  let cancelled = false;
   let chatBusy = false;
+  /** @type {LoaderState} */
+  const state = { phase: "idle", model: "", loaded: "", device: "wasm", report: null, generating: false, text: "No model loaded yet." };
+  /** @type {Array<(s: LoaderState) => void>} */
+  const listeners = [];
+  const loading = () => state.phase === "loading" || state.phase === "cancelling";
 
-  const updateControls = () => {
-    ui.load.disabled = loading || chatBusy;
-  };
-
-  /** Fill the model picker with the chat models the site serves (built in and imported), with their sizes. */
-  async function listSiteModels() {
-    try {
-      const r = await fetch("models/models.json");
-      if (!r.ok) return;
-      /** @type {{id: string, kind: string, bytes: number, source: string}[]} */
-      const models = (await r.json()).models;
-      const hub = [...ui.modelList.options].filter((o) => o.value.includes("/"));
-      ui.modelList.replaceChildren(...models.filter((m) => m.kind === "chat").map((m) => {
-        const option = document.createElement("option");
-        option.value = m.id;
-        option.label = `${m.source}, ${(m.bytes / 1e6).toFixed(0)} MB`;
-        return option;
-      }), ...hub);
-    } catch {
-      // the static list in index.html stays
-    }
+  /** @param {Partial<LoaderState>} change */
+  function update(change) {
+    Object.assign(state, change);
+    ui.load.disabled = state.phase === "loading" || chatBusy;
+    ui.device.value = state.device;
+    for (const f of listeners) f({ ...state });
   }
 
-  /** @param {string} modelId @param {string} device */
+  /** Fill the quick picker with the chat models the site serves (built in and imported), with their sizes. */
+  const listed = siteModels().then((models) => {
+    const hub = [...ui.modelList.options].filter((o) => o.value.includes("/"));
+    ui.modelList.replaceChildren(...models.map((m) => {
+      const option = document.createElement("option");
+      option.value = m.id;
+      option.label = `${m.source}, ${formatBytes(m.bytes)}`;
+      return option;
+    }), ...hub);
+    return models;
+  }).catch((/** @type {any} */ err) => {
+    console.warn(`models/models.json: ${err.message}`); // the static list in index.html stays
+    return [];
+  });
+
+  /** @param {string} modelId @param {Device} device */
   async function load(modelId, device) {
+    const mine = ++seq;
+    cancelled = false;
     ui.loading.hidden = false;
     ui.progress.value = 0;
     ui.status.textContent = `Loading ${modelId}…`;
-    loading = true;
-    updateControls();
+    update({ phase: "loading", model: modelId, device, report: null, text: `Loading ${modelId}…` });
     events.onLoading(true, engine);
     /** @param {InitProgressReport} r */
     const onProgress = (r) => {
+      if (mine !== seq || cancelled) return;
       ui.progress.value = r.progress;
       ui.progressText.textContent = r.text;
+      const text = progressText(r);
+      update({ report: r, text: `${modelId}: ${text}` });
+      events.onProgress?.(text, r);
     };
-    const deviceName = /** @type {EngineConfig["device"]} */ (device);
     try {
+      if (!engine && creating) await creating.catch(() => {}); // one worker, even when a load follows a cancel at once
       if (!engine) {
-        engine = await events.createEngine(modelId, { initProgressCallback: onProgress, device: deviceName });
+        creating = events.createEngine(modelId, { initProgressCallback: onProgress, device, hubMirror: hubMirror() });
+        const made = await creating.finally(() => { creating = null; });
+        engine = made;
+        if (cancelled) { // the first load cannot be stopped before the engine exists: undo it now
+          await made.unload();
+          throw new Error("cancelled");
+        }
       } else {
         engine.config.initProgressCallback = onProgress;
-        engine.config.device = deviceName;
+        engine.config.device = device;
+        engine.config.hubMirror = hubMirror();
         await engine.reload(modelId);
       }
+      if (mine !== seq) return;
       ui.status.textContent = `${modelId} is ready (${device}).`;
+      update({ phase: "ready", loaded: modelId, text: `${modelId} is ready (${device}).` });
       events.onLoaded(engine, modelId);
     } catch (/** @type {any} */ err) {
-      ui.status.textContent = `Could not load ${modelId}: ${err.message}`;
+      if (mine !== seq) return;
+      const text = cancelled ? `Cancelled loading ${modelId}: no model is loaded.` : `Could not load ${modelId}: ${err.message}`;
+      ui.status.textContent = text;
+      update({ phase: cancelled ? "cancelled" : "failed", loaded: "", text });
       events.onLoaded(engine, "");
     } finally {
-      ui.loading.hidden = true;
-      loading = false;
-      updateControls();
-      events.onLoading(false, engine);
+      if (mine === seq) {
+        ui.loading.hidden = true;
+        update({});
+        events.onLoading(false, engine);
+      }
     }
+  }
+
+  /** Stop the load under way: unloading stops its downloads, and what it brought goes away. */
+  async function cancel() {
+    if (!loading() || cancelled) return;
+    cancelled = true;
+    const text = `Cancelling the load of ${state.model}…`;
+    ui.status.textContent = text;
+    update({ phase: "cancelling", text });
+    await engine?.unload().catch(() => {}); // the pending load rejects on its own
   }
 
   ui.form.addEventListener("submit", (e) => {
     e.preventDefault();
-    load(ui.modelId.value.trim(), ui.device.value);
+    load(ui.modelId.value.trim(), /** @type {Device} */ (ui.device.value));
   });
+  ui.device.addEventListener("change", () => update({ device: /** @type {Device} */ (ui.device.value) }));
 
-  return {
+  const loader = {
     /** Show `model` and `device` in the form, list the site's models, and load the model. @param {string} model @param {string} device */
     start(model, device) {
       ui.modelId.value = model;
-      listSiteModels();
-      ui.device.value = device;
-      load(ui.modelId.value, ui.device.value);
+      load(model, /** @type {Device} */ (["wasm", "webgpu", "auto"].includes(device) ? device : "wasm"));
     },
     /** The chat is generating (no load meanwhile) or done. @param {boolean} busy */
     setChatBusy(busy) {
       chatBusy = busy;
-      updateControls();
+      update({ generating: busy });
     },
+    /** Load `modelId` on `device` (the current device when left out). @param {string} modelId @param {Device} [device] */
+    load(modelId, device = state.device) {
+      ui.modelId.value = modelId;
+      return load(modelId, device);
+    },
+    cancel,
+    /** The device the next load uses. @param {Device} device */
+    setDevice(device) {
+      update({ device });
+    },
+    /** Call `f` with the loader's state now and after every change. @param {(s: LoaderState) => void} f */
+    subscribe(f) {
+      listeners.push(f);
+      f({ ...state });
+    },
+    /** The chat models the site serves (an empty list when models.json is missing). */
+    siteModels: () => listed,
+    /** Whether the Load buttons may start a load now. */
+    canLoad: () => state.phase !== "loading" && !chatBusy,
   };
+  const panel = root.querySelector("#panel-models");
+  if (panel instanceof HTMLElement) mountModels(panel, loader);
+  return loader;
 }
+
+/** @typedef {ReturnType<typeof mountModelLoader>} ModelLoader */
