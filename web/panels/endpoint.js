@@ -54,6 +54,7 @@ export function mountEndpoint(root) {
       box.dataset.snippet = s.id;
       const code = el("pre", "", s.code);
       code.tabIndex = 0;
+      code.setAttribute("role", "region");
       code.setAttribute("aria-label", `${s.title} snippet`);
       const copy = Object.assign(el("button", "copy", "Copy"), { type: "button" });
       copy.setAttribute("aria-label", `Copy the ${s.title} snippet`);
