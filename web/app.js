@@ -6,11 +6,13 @@ import { CreateWebWorkerEngine } from "./engine.js";
 import { mountChat } from "./panels/chat.js";
 import { find } from "./panels/dom.js";
 import { mountDocuments } from "./panels/documents.js";
+import { mountEndpoint } from "./panels/endpoint.js";
 import { mountInsides } from "./panels/insides.js";
 import { mountModelLoader } from "./panels/model_loader.js";
 import { mountReplyFormat } from "./panels/reply_format.js";
 import { mountShell } from "./panels/shell.js";
 import { mountSkillStudio } from "./panels/skill_studio.js";
+import { mountText } from "./panels/text.js";
 import { serveV1 } from "./v1_host.js";
 
 /** The chat model a person meets first. */
@@ -64,14 +66,19 @@ const loader = mountModelLoader(document.body, {
     documents.setEngine(engine);
     studio.setEngine(engine);
     documents.setLoading(loading);
+    text.setEngine(loading ? null : engine);
   },
   onLoaded(engine, model) {
     documents.setModel(model);
+    endpoint.setModel(model);
     insides.setEngine(model ? engine : null);
     shell.setEngineState(model ? "ready" : "error", model ? `ready: ${model}` : "no model");
     if (model) document.body.dataset.ready = "true";
   },
 });
+const text = mountText(find(document, "#panel-text", HTMLElement));
+const endpoint = mountEndpoint(find(document, "#panel-endpoint", HTMLElement));
+shell.onPanel("endpoint", (shown) => shown && endpoint.refresh());
 
 shell.addShortcuts([
   { keys: "Escape", label: "Stop the reply being written", run: () => find(document, "#stop", HTMLButtonElement).click(),
