@@ -89,7 +89,8 @@ def own_site(tmp_path: Path) -> Iterator[OwnSite]:
 
 def expected_version(root: Path) -> str:
     """The site's version, by site.py's rule: sha256 over "<path> <sha256>\\n" of the files the
-    service worker keeps (app shell, runtime, example skills, language data), sorted, then the service worker's source."""
+    service worker keeps (app shell, runtime, example skills, language data), sorted, then the
+    service worker's source."""
     kept = [p for p in root.rglob("*") if p.is_file() and kept_offline(p.relative_to(root).as_posix())]
     lines = sorted(f"{p.relative_to(root).as_posix()} {hashlib.sha256(p.read_bytes()).hexdigest()}\n" for p in kept)
     source = (ROOT / "worker" / "service_worker.js").read_bytes()
