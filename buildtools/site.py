@@ -221,7 +221,8 @@ def _offline_role(rel: str) -> str | None:
     """How the service worker keeps a file of dist/ for offline use: "files" (stored when a version
     installs: the app shell, the runtime, the example skills' sources), "lazy" (stored once fetched:
     the language data, 76 files the worker asks for one language at a time), or None (not kept:
-    models, which the worker's transformers.js keeps itself; bench pages; the `openai` client's modules; the service worker)."""
+    models, which the worker's transformers.js keeps itself; bench pages; the `openai` client's
+    modules; the service worker)."""
     if rel == "index.html" or rel.startswith(("web/", "wheels/", "skills/")) or rel == "models/models.json":
         return "files"
     if rel.startswith("worker/"):
