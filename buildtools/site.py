@@ -212,5 +212,50 @@ def build_site() -> Path:
     (DIST / "models" / "models.json").write_text(json.dumps({"models": listing}, indent=1) + "\n")
     build_hub_models()
     sync_tree(ensure_lang_data(), DIST / "lang")  # select_language's n-gram data, one file per language
+    write_site_manifest(DIST, ROOT / "worker" / "service_worker.js")
     log(f"dist/ is ready at {DIST}")
     return DIST
+
+
+def _offline_role(rel: str) -> str | None:
+    """How the service worker keeps a file of dist/ for offline use: "files" (stored when a version
+    installs: the app shell, the runtime, the example skills' sources), "lazy" (stored once fetched:
+    the language data, 76 files the worker asks for one language at a time), or None (not kept:
+    models, which the worker's transformers.js keeps itself; bench pages; the `openai` client's
+    modules; the service worker)."""
+    if rel == "index.html" or rel.startswith(("web/", "wheels/", "skills/")) or rel == "models/models.json":
+        return "files"
+    if rel.startswith("worker/"):
+        return None if rel == "worker/service_worker.js" else "files"
+    if rel.startswith("vendor/"):
+        return None if rel.startswith("vendor/openai/") else "files"
+    return "lazy" if rel.startswith("lang/") else None
+
+
+def write_site_manifest(dist: Path, sw_source: Path) -> str:
+    """Write ``dist/site-manifest.json`` — ``{"version", "files": {path: sha256}, "lazy": {path: sha256}}``,
+    paths relative to the site's root — and ``dist/sw.js``, the service worker ``sw_source`` with that
+    version stamped in, so that browsers see a new service worker when the site changes. Returns the
+    version: the first 16 hex digits of the sha256 of the lines ``"<path> <sha256>\\n"`` of every
+    listed file, sorted by path, followed by ``"sw.js <sha256 of sw_source>\\n"``."""
+    listing: dict[str, dict[str, str]] = {"files": {}, "lazy": {}}
+    for p in sorted(dist.rglob("*")):
+        rel = p.relative_to(dist).as_posix()
+        role = _offline_role(rel)
+        if role and p.is_file():
+            listing[role][rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    source = sw_source.read_bytes()
+    lines = sorted(f"{rel} {digest}\n" for files in listing.values() for rel, digest in files.items())
+    lines.append(f"sw.js {hashlib.sha256(source).hexdigest()}\n")
+    version = hashlib.sha256("".join(lines).encode()).hexdigest()[:16]
+    stamp = 'const SITE_VERSION = "dev";'
+    text = source.decode()
+    if text.count(stamp) != 1:
+        raise SystemExit(f"{sw_source} must hold `{stamp}` once (the site's version is stamped there)")
+    # written beside and renamed: a file of dist/ may be a link to another copy, which must not change
+    for name, content in (("sw.js", text.replace(stamp, f'const SITE_VERSION = "{version}";')),
+                          ("site-manifest.json", json.dumps({"version": version, **listing}, indent=1) + "\n")):
+        tmp = dist / f".{name}.tmp"
+        tmp.write_text(content)
+        tmp.replace(dist / name)
+    return version

@@ -1,6 +1,6 @@
 // The chat playground, wired: the engine is created by the first model load, and each panel (in
 // web/panels/) owns its elements and state; this file only connects them. Generation settings,
-// the model and the device can be set in the URL: ?temperature=0&max_tokens=512&ignore_eos=1&model=…&device=…
+// the model and the device can be set in the URL: ?temperature=0&max_tokens=512&ignore_eos=1&model=…&device=…&hub=<mirror URL>
 
 import { CreateWebWorkerEngine } from "./engine.js";
 import { Library } from "./conversations/library.js";
@@ -8,6 +8,7 @@ import { DEFAULT_SETTINGS } from "./conversations/knobs.js";
 import { mountChat } from "./panels/chat.js";
 import { find } from "./panels/dom.js";
 import { mountDocuments } from "./panels/documents.js";
+import { mountEndpoint } from "./panels/endpoint.js";
 import { mountInsides } from "./panels/insides.js";
 import { mountModelLoader } from "./panels/model_loader.js";
 import { mountReplyFormat } from "./panels/reply_format.js";
@@ -15,6 +16,7 @@ import { mountSettings } from "./panels/settings.js";
 import { mountShell } from "./panels/shell.js";
 import { mountSidebar } from "./panels/sidebar.js";
 import { mountSkillStudio } from "./panels/skill_studio.js";
+import { mountText } from "./panels/text.js";
 import { serveV1 } from "./v1_host.js";
 
 /** The chat model a person meets first. */
@@ -70,6 +72,9 @@ const sidebar = mountSidebar(find(document, "#sidebar", HTMLElement), {
 chat.open(library.openId);
 const loader = mountModelLoader(document.body, {
   createEngine,
+  onProgress(text) {
+    shell.setEngineState("loading", text);
+  },
   onLoading(loading, engine) {
     if (loading) shell.setEngineState("loading");
     chat.setEngine(engine);
@@ -77,14 +82,19 @@ const loader = mountModelLoader(document.body, {
     documents.setEngine(engine);
     studio.setEngine(engine);
     documents.setLoading(loading);
+    text.setEngine(loading ? null : engine);
   },
   onLoaded(engine, model) {
     documents.setModel(model);
+    endpoint.setModel(model);
     insides.setEngine(model ? engine : null);
     shell.setEngineState(model ? "ready" : "error", model ? `ready: ${model}` : "no model");
     if (model) document.body.dataset.ready = "true";
   },
 });
+const text = mountText(find(document, "#panel-text", HTMLElement));
+const endpoint = mountEndpoint(find(document, "#panel-endpoint", HTMLElement));
+shell.onPanel("endpoint", (shown) => shown && endpoint.refresh());
 
 shell.addShortcuts([
   { keys: "Escape", label: "Stop the reply being written", run: () => find(document, "#stop", HTMLButtonElement).click(),
@@ -93,3 +103,8 @@ shell.addShortcuts([
 ]);
 
 loader.start(params.get("model") ?? DEFAULT_MODEL, params.get("device") ?? "wasm");
+
+// Offline use: the service worker keeps the app shell and the runtime, and says when a new version took over.
+import("./offline.js")
+  .then(({ startOffline }) => startOffline(document.body))
+  .catch((err) => console.warn(`csi-web cannot work offline here: ${err.message}`));

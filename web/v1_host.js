@@ -17,6 +17,27 @@ const STATUS = {
   NotSupportedError: [400, "invalid_request_error"],
 };
 
+/**
+ * Whether this tab serves /v1/, for the endpoint panel.
+ * @typedef {{hosting: boolean, serviceWorker: boolean, models: string[], error: string|null}} V1Status
+ *   `serviceWorker`: the site's service worker controls this page (its fetches of /v1/ reach it)
+ */
+/** @type {{engine: import("./engine.js").WebWorkerEngine|null, error: string|null}} */
+const host = { engine: null, error: null };
+
+/** This tab's part in /v1/ now: hosting (its engine is offered), the service worker's state, the models served. */
+export function v1Status() {
+  const container = typeof navigator !== "undefined" ? navigator.serviceWorker : undefined;
+  /** @type {V1Status} */
+  const status = {
+    hosting: host.engine !== null,
+    serviceWorker: Boolean(container?.controller),
+    models: host.engine ? [...host.engine.modelIds] : [],
+    error: host.error,
+  };
+  return status;
+}
+
 /** Error codes OpenAI uses, where one fits. */
 const CODE = { ContextWindowExceededError: "context_length_exceeded", ModelNotSupportedError: "model_not_found" };
 
@@ -42,9 +63,21 @@ export function httpError(err) {
  */
 export async function serveV1(engine, options = {}) {
   const container = navigator.serviceWorker;
-  if (!container) throw new Error("this page cannot use a service worker (it needs http://127.0.0.1, localhost or https)");
-  await container.register(options.serviceWorkerUrl ?? "/sw.js", { scope: "/" });
-  const registration = await container.ready;
+  host.engine = null;
+  if (!container) {
+    host.error = "this page cannot use a service worker (it needs http://127.0.0.1, localhost or https)";
+    throw new Error(host.error);
+  }
+  let registration;
+  try {
+    await container.register(options.serviceWorkerUrl ?? "/sw.js", { scope: "/" });
+    registration = await container.ready;
+  } catch (err) {
+    host.error = String(/** @type {any} */ (err)?.message ?? err);
+    throw err;
+  }
+  host.engine = engine;
+  host.error = null;
   /** @type {Map<string, AbortController>} */
   const running = new Map();
   /** @type {MessagePort|null} */
@@ -143,6 +176,7 @@ export async function serveV1(engine, options = {}) {
       container.removeEventListener("controllerchange", offer);
       (container.controller ?? registration.active)?.postMessage({ type: "csi-v1-leave" });
       port = null;
+      if (host.engine === engine) host.engine = null;
     },
   };
 }

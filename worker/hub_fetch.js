@@ -25,11 +25,11 @@ const misses = new Set();
 
 /**
  * Start a load of a model from the Hub (or a mirror): until `done()`, its downloads belong to it,
- * and `abortLoads()` stops them. Loads of the site's own models are not cancellable this way.
- * @param {string} host the Hub's base URL or a mirror's
+ * and `abortLoads()` stops them.
+ * @param {string|null} host the Hub's base URL or a mirror's; null for a model the site serves
  */
 export function beginLoad(host) {
-  remoteHost = host;
+  if (host !== null) remoteHost = host;
   const controller = new AbortController();
   loads.add(controller);
   return {

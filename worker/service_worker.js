@@ -3,6 +3,11 @@
 // of the site, answered by an engine that runs in one of its pages (web/v1_host.js), over a
 // MessageChannel. Nothing here loads a model: with no page holding an engine, /v1/ answers 503.
 //
+// It also keeps the site for offline use: the app shell and runtime that site-manifest.json lists
+// (written by buildtools/site.py, which stamps SITE_VERSION below) are stored when a version
+// installs, in the cache "csi-site-<version>", and answered from it first. Models are not stored
+// here: the worker's transformers.js keeps every model file it loads in "transformers-cache".
+//
 // Host protocol (page <-> here, on the page's port):
 //   here -> page  {type: "request", id, method, path, body}   body: the request's text
 //   here -> page  {type: "abort", id}                          the HTTP request was aborted
@@ -26,8 +31,32 @@ const pending = new Map();
 const waiting = [];
 const encoder = new TextEncoder();
 
-sw.addEventListener("install", () => sw.skipWaiting());
-sw.addEventListener("activate", (event) => event.waitUntil(sw.clients.claim()));
+/** The site's version; buildtools/site.py stamps it (the digest of site-manifest.json's files). */
+const SITE_VERSION = "dev";
+const SITE_PREFIX = "csi-site-";
+const SITE_CACHE = SITE_PREFIX + SITE_VERSION;
+/** The site's root (the service worker sits at it), and the manifest's key in a version's cache. */
+const BASE = new URL("./", sw.location.href);
+const MANIFEST_KEY = new URL("site-manifest.json", BASE).href;
+/** The paths site-manifest.json can list; other requests (models, bench pages) go to the network. */
+const SITE_PATHS = /^(|index\.html|(web|worker|vendor|wheels|lang)\/.+|models\/models\.json)$/;
+/** Files fetched at once while a version installs. */
+const PARALLEL = 4;
+
+/** @typedef {{version: string, files: Record<string, string>, lazy: Record<string, string>}} SiteManifest */
+/** @type {Promise<SiteManifest|null>|null} this version's manifest, read once from its cache */
+let manifest = null;
+
+sw.addEventListener("install", (event) => {
+  sw.skipWaiting();
+  event.waitUntil(precache().catch(async (err) => {
+    // an update that cannot store its files fails (the version before stays); a first install
+    // goes on without them, so that /v1/ works
+    if ((await earlierVersions()).length) throw err;
+    console.warn(`csi-web will not work offline: ${err}`);
+  }));
+});
+sw.addEventListener("activate", (event) => event.waitUntil(takeOver()));
 
 sw.addEventListener("message", (event) => {
   const source = /** @type {Client|null} */ (event.source);
@@ -39,14 +68,139 @@ sw.addEventListener("message", (event) => {
     for (const wake of waiting.splice(0)) wake();
   } else if (event.data?.type === "csi-v1-leave") {
     dropHost(source.id, "the page holding the engine left");
+  } else if (event.data?.type === "csi-site-version") {
+    source.postMessage({ type: "csi-site-version", version: SITE_VERSION });
   }
 });
 
 sw.addEventListener("fetch", (event) => {
   const url = new URL(event.request.url);
-  if (url.origin !== sw.location.origin || !url.pathname.startsWith("/v1/")) return;
-  event.respondWith(answer(event.request, url));
+  if (url.origin !== sw.location.origin) return;
+  if (url.pathname.startsWith("/v1/")) {
+    event.respondWith(answer(event.request, url));
+    return;
+  }
+  const path = url.href.startsWith(BASE.href) ? decodeURIComponent(url.pathname.slice(BASE.pathname.length)) : null;
+  if (event.request.method !== "GET" || SITE_VERSION === "dev" || path === null || !SITE_PATHS.test(path)) return;
+  const key = new URL(path || "index.html", BASE).href; // query strings name the same file
+  event.respondWith(fromSite(event, key));
 });
+
+/** Store this version's files: unchanged ones are copied from an earlier version's cache, the rest fetched. */
+async function precache() {
+  if (SITE_VERSION === "dev") return; // not built by buildtools/site.py: nothing to keep
+  const response = await fetch(new URL(`site-manifest.json?v=${SITE_VERSION}`, BASE), { cache: "no-store" });
+  if (!response.ok) throw new Error(`site-manifest.json: HTTP ${response.status}`);
+  /** @type {SiteManifest} */
+  const site = await response.json();
+  if (site.version !== SITE_VERSION) throw new Error(`site-manifest.json is version ${site.version}, not ${SITE_VERSION}`);
+  const cache = await caches.open(SITE_CACHE);
+  const earlier = await earlierVersions();
+  const todo = Object.entries(site.files);
+  const worker = async () => {
+    for (let item = todo.pop(); item; item = todo.pop()) {
+      const key = new URL(item[0], BASE).href;
+      if (await cache.match(key)) continue; // an install that was interrupted
+      const kept = await keptFile(earlier, item[0], item[1]);
+      const r = kept ?? (await fetch(key, { cache: "no-cache" }));
+      if (!r.ok) throw new Error(`${item[0]}: HTTP ${r.status}`);
+      await cache.put(key, r);
+    }
+  };
+  await Promise.all(Array.from({ length: PARALLEL }, worker));
+  for (const [path, digest] of Object.entries(site.lazy)) { // kept once fetched: keep them across versions
+    const kept = await keptFile(earlier, path, digest);
+    if (kept) await cache.put(new URL(path, BASE).href, kept);
+  }
+  await cache.put(MANIFEST_KEY, Response.json(site)); // last: a cache with a manifest is complete
+}
+
+/** @returns {Promise<Array<{cacheName: string, site: SiteManifest}>>} the earlier versions still stored */
+async function earlierVersions() {
+  const found = [];
+  for (const cacheName of await caches.keys()) {
+    if (!cacheName.startsWith(SITE_PREFIX) || cacheName === SITE_CACHE) continue;
+    const site = await (await caches.match(MANIFEST_KEY, { cacheName }))?.json();
+    if (site) found.push({ cacheName, site });
+  }
+  return found;
+}
+
+/**
+ * The file `path` as an earlier version stored it, when its digest is `digest`.
+ * @param {Array<{cacheName: string, site: SiteManifest}>} earlier @param {string} path @param {string} digest
+ */
+async function keptFile(earlier, path, digest) {
+  for (const { cacheName, site } of earlier) {
+    if ((site.files[path] ?? site.lazy[path]) !== digest) continue;
+    const hit = await caches.match(new URL(path, BASE).href, { cacheName });
+    if (hit) return hit;
+  }
+  return null;
+}
+
+/** Drop earlier versions, control the open pages, and tell them when this version replaced one. */
+async function takeOver() {
+  const earlier = (await caches.keys()).filter((n) => n.startsWith(SITE_PREFIX) && n !== SITE_CACHE);
+  for (const name of earlier) await caches.delete(name);
+  await sw.clients.claim();
+  if (!earlier.length || SITE_VERSION === "dev") return;
+  for (const client of await sw.clients.matchAll({ type: "window", includeUncontrolled: true })) {
+    client.postMessage({ type: "csi-site-updated", version: SITE_VERSION });
+  }
+}
+
+/** @returns {Promise<SiteManifest|null>} */
+function siteManifest() {
+  manifest ??= caches.match(MANIFEST_KEY, { cacheName: SITE_CACHE }).then((r) => r?.json() ?? null);
+  return manifest.then((site) => {
+    if (!site) manifest = null; // not stored yet: read it again next time
+    return site;
+  });
+}
+
+/**
+ * A site file: from this version's cache, else from the network (then stored, if the manifest lists it).
+ * @param {FetchEvent} event @param {string} key the file's URL without query
+ */
+async function fromSite(event, key) {
+  const range = event.request.headers.get("range");
+  // (caches.open would make the cache again when a newer version deleted it)
+  const hit = await caches.match(key, { cacheName: SITE_CACHE });
+  if (hit) return range ? partial(hit, range) : hit;
+  const response = await fetch(event.request);
+  if (response.status === 200 && !range) {
+    const path = key.slice(BASE.href.length);
+    const site = await siteManifest();
+    if (site && (path in site.files || path in site.lazy)) event.waitUntil(keep(key, response.clone()));
+  }
+  return response;
+}
+
+/** Store a response in this version's cache, unless a newer version deleted it. @param {string} key @param {Response} response */
+async function keep(key, response) {
+  if (await caches.has(SITE_CACHE)) await (await caches.open(SITE_CACHE)).put(key, response);
+}
+
+/**
+ * The bytes a Range header asks for (one range, as `bytes=a-b`, `bytes=a-` or `bytes=-n`) of a stored file.
+ * @param {Response} whole @param {string} range
+ */
+async function partial(whole, range) {
+  const body = await whole.blob();
+  const m = /^bytes=(\d*)-(\d*)$/.exec(range.trim());
+  let start = m?.[1] ? Number(m[1]) : NaN;
+  let end = m?.[2] ? Number(m[2]) : body.size - 1;
+  if (m && !m[1] && m[2]) [start, end] = [Math.max(0, body.size - Number(m[2])), body.size - 1];
+  if (!m || !(start >= 0) || start > end || start >= body.size) {
+    return new Response(null, { status: 416, headers: { "content-range": `bytes */${body.size}` } });
+  }
+  end = Math.min(end, body.size - 1);
+  const headers = new Headers(whole.headers);
+  headers.set("content-range", `bytes ${start}-${end}/${body.size}`);
+  headers.set("content-length", String(end - start + 1));
+  return new Response(body.slice(start, end + 1), { status: 206, headers });
+}
 
 /** @param {any} msg */
 function fromHost(msg) {

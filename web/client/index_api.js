@@ -2,21 +2,80 @@
 // The document index's writes on the page client: collections of documents with named search
 // indexes, kept in IndexedDB (the CSI's `search` and `documents` read them).
 
-import { requestCall } from "./calls.js";
+import { deadline, requestCall } from "./calls.js";
+
+/**
+ * @typedef {import("./calls.js").CallOptions} CallOptions
+ * @typedef {import("../../worker/protocol.js").Progress} Progress
+ * @typedef {{documents: string[], chunks: number}} Committed
+ *   what an index write committed before it was stopped: the documents' names, their chunks
+ * @typedef {import("./worker_client.js").Handlers} Handlers
+ */
+
+/**
+ * @template {import("./calls.js").RequestType} K
+ * @typedef {import("./calls.js").RequestOf<K>} RequestOf
+ */
+
+/**
+ * An index write that `options.signal` (an AbortSignal) can stop: the worker ends it before its
+ * next committed batch and it rejects with an `AbortError` whose message, and `committed`, say
+ * which documents went in (each whole; the others not at all). `interruptGenerate()` stops it too.
+ * @template R
+ * @param {import("./worker_client.js").WorkerClient} client
+ * @param {(request: R, handlers: Handlers) => Promise<any>} send sends the write with these handlers
+ * @returns {(request: R, options?: CallOptions) => Promise<any>}
+ */
+function stoppableWrite(client, send) {
+  return (request, options = {}) => {
+    const id = client.newId();
+    const cancel = () => client.cancel(id);
+    const signal = options?.signal;
+    let release = () => {};
+    if (signal && typeof signal.addEventListener === "function") {
+      if (signal.aborted) queueMicrotask(cancel); // after the request is sent
+      else {
+        signal.addEventListener("abort", cancel, { once: true });
+        release = () => signal.removeEventListener("abort", cancel);
+      }
+    }
+    const { timeoutMs, progress } = deadline(options);
+    /** @type {Committed} */
+    const committed = { documents: [], chunks: 0 };
+    /** @param {Progress} p */
+    const follow = (p) => {
+      const q = /** @type {any} */ (p);
+      if (q.stage === "index") { // each committed batch, in order
+        committed.documents.push(...(q.documents ?? []));
+        if (typeof q.chunks === "number") committed.chunks = q.chunks;
+      }
+      progress?.(p);
+    };
+    return send(request, { id, timeoutMs, progress: follow }).finally(release).catch((err) => {
+      if (err?.name === "AbortError") err.committed = committed;
+      throw err;
+    });
+  };
+}
 
 /** The `index` namespace of an engine. @param {import("./worker_client.js").WorkerClient} client */
 export function indexApi(client) {
   return {
     /**
      * `{namespace, collection, index, model = "all-minilm-l6-v2", max_tokens = 128, overlap = 0, hybrid = false}`
-     * -> the index's configuration and `created`; existing documents are indexed (progress as `put`)
+     * -> the index's configuration and `created`; existing documents are indexed (progress as `put`).
+     * `{signal}` stops the indexing between batches (`AbortError`; calling it again finishes it).
      */
-    createIndex: requestCall(client, "index_create"),
+    createIndex: stoppableWrite(client, (/** @type {RequestOf<"index_create">} */ request, handlers) =>
+      client.send("index_create", { request }, handlers)),
     /**
      * `[{path: {namespace, collection, name}, contents: [{text} | "image"], metadata}]` -> `{documents, chunks}`.
      * Replaces documents with the same path. `progress({loaded, total, documents, chunks})` follows each commit.
+     * `{signal}` (or `interruptGenerate()`) stops it before its next commit: it rejects with an
+     * `AbortError` whose `committed` is `{documents: names, chunks}` of what went in.
      */
-    put: requestCall(client, "index_put"),
+    put: stoppableWrite(client, (/** @type {RequestOf<"index_put">} */ request, handlers) =>
+      client.send("index_put", { request }, handlers)),
     /** `[{namespace, collection, name}]` -> whether each existed */
     delete: requestCall(client, "index_delete"),
     /** `{namespace?, collection?}` -> `{collections: [{namespace, collection, indexes}], documents?: [{name, chunks}]}` */

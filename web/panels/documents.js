@@ -1,6 +1,7 @@
 // The documents panel: add texts (files or pasted) to one collection of the document index, list
 // and delete them, search them, and ask them a question (the `search-answer` skill, answered by
-// the chat model loaded last). One action runs at a time; its errors show in the panel.
+// the chat model loaded last). One action runs at a time; its errors show in the panel. An ingest
+// can be cancelled: what was committed before stays, whole, and the panel says how much went in.
 
 import { counted, find } from "./dom.js";
 import { documentItem, nameFromText, sourceItem } from "./documents_view.js";
@@ -31,6 +32,7 @@ export function mountDocuments(root, options) {
     ingest: find(root, "#doc-ingest", HTMLElement),
     progress: find(root, "#doc-progress", HTMLProgressElement),
     ingestText: find(root, "#doc-ingest-text", HTMLElement),
+    cancel: find(root, "#doc-cancel", HTMLButtonElement),
     list: find(root, "#doc-list", HTMLElement),
     searchForm: find(root, "#doc-search-form", HTMLFormElement),
     query: find(root, "#doc-query", HTMLInputElement),
@@ -50,6 +52,8 @@ export function mountDocuments(root, options) {
   let busy = false;
   let listed = false;
   let count = 0;
+  /** @type {AbortController|null} the ingest under way */
+  let ingesting = null;
 
   function updateControls() {
     const off = !engine || loading || busy;
@@ -112,6 +116,9 @@ export function mountDocuments(root, options) {
   async function addDocuments(engine, docs) {
     ui.ingest.hidden = false;
     ui.progress.value = 0;
+    const controller = new AbortController();
+    ingesting = controller;
+    ui.cancel.disabled = false;
     ui.ingestText.textContent = `Preparing the index…`;
     try {
       await ensureIndex(engine);
@@ -123,6 +130,7 @@ export function mountDocuments(root, options) {
         metadata: { source: d.source, added: new Date().toISOString() },
       }));
       const out = await engine.index.put(documents, {
+        signal: controller.signal,
         progress: (/** @type {any} */ p) => {
           if (p.stage !== "index") return; // e.g. "queued" while the embedding model is busy
           ui.progress.value = p.total ? p.loaded / p.total : 1;
@@ -131,7 +139,15 @@ export function mountDocuments(root, options) {
       });
       await refresh(engine);
       ui.status.textContent = `Added ${counted(out.documents, "document")} (${out.chunks} chunks).`;
+    } catch (/** @type {any} */ err) {
+      if (err?.name !== "AbortError") throw err;
+      /** @type {import("../client/index_api.js").Committed} */
+      const done = err.committed ?? { documents: [], chunks: 0 };
+      await refresh(engine);
+      ui.status.textContent = `Cancelled: ${done.documents.length} of ${counted(docs.length, "document")} went in `
+        + `(${done.chunks} chunks); the others were not added.`;
     } finally {
+      ingesting = null;
       ui.ingest.hidden = true;
     }
   }
@@ -207,6 +223,11 @@ export function mountDocuments(root, options) {
       ui.name.value = "";
       ui.text.value = "";
     });
+  });
+  ui.cancel.addEventListener("click", () => {
+    ui.cancel.disabled = true;
+    ui.ingestText.textContent = "Cancelling…";
+    ingesting?.abort();
   });
   ui.searchForm.addEventListener("submit", (e) => {
     e.preventDefault();

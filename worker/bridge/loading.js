@@ -57,12 +57,10 @@ export class LoadingRole {
    * @returns {Promise<string>} the model's info, as JSON
    */
   async loadModel(id, device, onProgress, dtype = null, hub = null) {
-    if (BUILTIN_MODELS.includes(id)) {
-      // from the site: quick, not cancellable, and no business with the Hub (a Hub load may be running)
-      return this.#loadModel(id, device, onProgress, dtype, new AbortController().signal);
-    }
-    env.remoteHost = hub ?? HUB;
-    const load = beginLoad(hub ?? HUB);
+    const builtin = BUILTIN_MODELS.includes(id);
+    // a site model has no business with the Hub (a Hub load may be running), but is as cancellable
+    if (!builtin) env.remoteHost = hub ?? HUB;
+    const load = beginLoad(builtin ? null : hub ?? HUB);
     let ok = false;
     try {
       const info = await this.#loadModel(id, device, onProgress, dtype, load.signal);

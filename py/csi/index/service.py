@@ -9,12 +9,14 @@ leaves the whole-corpus scoring to the store's kernel (see ``csi.index.store``).
 
 from __future__ import annotations
 
+import asyncio
 from array import array
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InternalError, InvalidInputError, NotFoundError, blame
 from . import lexical
+from .cancel import WriteGuard
 from .filters import CompiledFilter, parse_filters
 from .store import Catalog, ChunkSet, IndexConfig, IndexStore, Key, ScoreQuery, StaleCatalogError, StoredDocument
 from .types import CollectionRef, CreateIndex, DocumentIn, DocumentPath, IndexPath, ListRequest, SearchRequest
@@ -73,11 +75,13 @@ class DocumentIndex:
     # ---- chunking and embedding ------------------------------------------------------------------
 
     async def _chunk_sets(self, docs: list[DocumentIn], config: IndexConfig, model: ModelInfo,
-                          where: list[str], scope: Scope | None) -> list[ChunkSet]:
+                          where: list[str], scope: Scope | None, guard: WriteGuard | None = None) -> list[ChunkSet]:
         """Each document's chunks for ``config``, embedded in batches across the documents; a
-        document's chunking errors are blamed on ``where[i]``."""
+        document's chunking errors are blamed on ``where[i]``. ``guard`` is checked before each step."""
         sets = []
         for doc, param in zip(docs, where, strict=True):
+            if guard:
+                guard.check()
             cs = ChunkSet()
             for item, content in enumerate(doc.contents):
                 if isinstance(content, str):
@@ -93,6 +97,8 @@ class DocumentIndex:
         texts = [t for cs in sets for t in cs.texts]
         vectors = array("f")
         for i in range(0, len(texts), EMBED_BATCH):
+            if guard:
+                guard.check()
             out = await self.engine.embed(model, texts[i:i + EMBED_BATCH], scope)
             if out.dims != config.dims:
                 raise InvalidInputError(f"model {config.model!r} now gives {out.dims}-dimensional embeddings, "
@@ -107,14 +113,15 @@ class DocumentIndex:
         return sets
 
     async def _chunk_all(self, docs: list[DocumentIn], configs: list[tuple[IndexConfig, ModelInfo]],
-                         where: list[str], scope: Scope | None) -> dict[str, list[ChunkSet]]:
+                         where: list[str], scope: Scope | None,
+                         guard: WriteGuard | None = None) -> dict[str, list[ChunkSet]]:
         """Index name -> each document's chunks; indexes cut alike share one chunking and embedding."""
         shared: dict[tuple[str, int, int], list[ChunkSet]] = {}
         out = {}
         for config, model in configs:
             how = (config.model, config.max_tokens, config.overlap)
             if how not in shared:
-                shared[how] = await self._chunk_sets(docs, config, model, where, scope)
+                shared[how] = await self._chunk_sets(docs, config, model, where, scope, guard)
             sets = []
             for base in shared[how]:
                 terms = [" ".join(lexical.terms(t)) for t in base.texts] if config.hybrid else []
@@ -126,7 +133,8 @@ class DocumentIndex:
 
     async def create_index(self, req: CreateIndex, scope: Scope | None = None) -> dict[str, Any]:
         """Create an index of a collection (creating the collection), indexing its documents;
-        ``scope.progress`` reports each committed batch."""
+        ``scope.progress`` reports each committed batch; a cancel or ``interruptGenerate()`` stops it
+        before the next one (``AbortError``; calling it again finishes the work)."""
         progress = scope.progress if scope else None
         if req.overlap >= req.max_tokens:
             raise InvalidInputError("`overlap` must be less than `max_tokens`", "overlap")
@@ -150,21 +158,27 @@ class DocumentIndex:
             # documents without chunks in this index: all of them for a new index, those an
             # interrupted earlier call did not reach for an existing one
             names = await self.store.unindexed(config.key)
+            guard = WriteGuard(self.engine, scope, "index.createIndex", len(names))
             for at in range(0, len(names), COMMIT_DOCUMENTS):
+                guard.check()
                 batch = names[at:at + COMMIT_DOCUMENTS]
                 stored = await self.store.documents([(req.namespace, req.collection, n) for n in batch])
                 docs = [DocumentIn.model_validate(d) for d in (_as_document_in(s) for s in stored)]
                 params = [f"documents[{n!r}]" for n in batch]
-                sets = (await self._chunk_all(docs, [(config, model)], params, scope))[config.index]
+                sets = (await self._chunk_all(docs, [(config, model)], params, scope, guard))[config.index]
                 await self.store.add_chunks(config.key, dict(zip(batch, sets, strict=True)))
+                guard.commit(batch, sum(len(cs) for cs in sets))
                 if progress:
                     progress({"stage": "index", "file": None, "loaded": at + len(batch), "total": len(names),
                               "model": req.model, "documents": batch})
+                await asyncio.sleep(0)  # let a cancel in between two batches
         return {**config.to_json(), "created": created}
 
     async def put(self, docs: list[DocumentIn], scope: Scope | None = None) -> dict[str, int]:
         """Store documents (replacing any with the same path), chunked and embedded for every index
-        of their collections. Commits in batches; ``scope.progress`` reports each committed batch.
+        of their collections. Commits in batches; ``scope.progress`` reports each committed batch. A
+        cancel of the message or ``interruptGenerate()`` stops it before the next commit: an
+        ``AbortError`` that says what was committed (those documents whole, the others not at all).
         Errors name ``documents[i]...``."""
         progress = scope.progress if scope else None
         seen: dict[tuple[str, str, str], int] = {}
@@ -174,6 +188,7 @@ class DocumentIndex:
                                         f"documents[{i}].path")
             seen[doc.path.key] = i
         total_chunks = 0
+        guard = WriteGuard(self.engine, scope, "index.put", len(docs))
         async with self.store.writing():
             configs: dict[tuple[str, str], list[tuple[IndexConfig, ModelInfo]]] = {}
             for doc in docs:
@@ -187,26 +202,32 @@ class DocumentIndex:
 
             async def flush() -> None:
                 nonlocal done, pending, pending_chunks, total_chunks
+                guard.check()
                 group = [docs[i] for i in pending]
                 stored = [StoredDocument(d.path.namespace, d.path.collection, d.path.name,
                                          [c if isinstance(c, str) else {"text": c.text} for c in d.contents],
                                          d.metadata) for d in group]
                 by_collection: dict[tuple[str, str], list[int]] = {}
+                group_chunks = 0
                 for j, d in enumerate(group):
                     by_collection.setdefault((d.path.namespace, d.path.collection), []).append(j)
                 for key, members in by_collection.items():
                     by_index = await self._chunk_all([group[j] for j in members], configs[key],
-                                                     [f"documents[{pending[j]}]" for j in members], scope)
+                                                     [f"documents[{pending[j]}]" for j in members], scope, guard)
                     for index, sets in by_index.items():
                         for j, cs in zip(members, sets, strict=True):
                             stored[j].chunks[index] = cs
-                            total_chunks += len(cs)
+                            group_chunks += len(cs)
+                guard.check()
                 await self.store.put_documents(stored)
+                guard.commit([d.path.name for d in group], group_chunks)
+                total_chunks += group_chunks
                 done += len(group)
                 if progress:
                     progress({"stage": "index", "file": None, "loaded": done, "total": len(docs), "model": None,
                               "documents": [d.path.name for d in group], "chunks": total_chunks})
                 pending, pending_chunks = [], 0
+                await asyncio.sleep(0)  # let a cancel in between two batches
 
             for i, doc in enumerate(docs):
                 pending.append(i)
