@@ -1,6 +1,7 @@
 // One message of the shown path, drawn: its text (always set as text), the "‹ 2/3 ›" switch among
 // its alternatives, its stats, and its actions (edit a question, regenerate a reply).
 
+import { renderReply } from "./chat_body.js";
 import { el } from "./dom.js";
 import { renderTokens } from "./chat_tokens.js";
 
@@ -91,7 +92,8 @@ export function renderMessage(node, siblings, { tokenView, actions }) {
     return div;
   }
   if (siblings.length > 1) div.append(branchSwitch(node, siblings, actions));
-  const body = el("span", "body", node.content ?? "");
+  const body = el("span", "body", node.role === "user" ? node.content ?? "" : "");
+  if (node.role === "assistant") renderReply(body, node.content ?? "", { streaming: false });
   div.append(body);
   if (node.role === "user") {
     const actionsBox = el("div", "actions");
@@ -134,7 +136,7 @@ export function liveMessage() {
     div,
     /** @param {import("./chat_reply.js").ChoiceResult} choice */
     show(choice) {
-      body.textContent = choice.content;
+      renderReply(body, choice.content, { streaming: true });
       calls.textContent = choice.tool_calls.map((c) => `→ ${c.function.name}(${c.function.arguments})`).join("\n");
     },
   };
