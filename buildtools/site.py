@@ -24,11 +24,11 @@ VENDOR = {
     "vendor/transformers": (NODE / "@huggingface/transformers/dist", ["transformers.js"]),
     "vendor/xgrammar": (NODE / "@mlc-ai/web-xgrammar/lib", ["index.js"]),
     "vendor/echarts": (NODE / "echarts/dist", ["echarts.esm.min.mjs"]),  # the playground's charts
-    # the playground's Markdown: parser, sanitizer, code highlighter (+ its light and dark themes)
+    # the playground's Markdown: parser, sanitizer, code highlighter (+ its accessible light and dark themes)
     "vendor/marked": (NODE / "marked/lib", ["marked.esm.js"]),
     "vendor/dompurify": (NODE / "dompurify/dist", ["purify.es.mjs"]),
     "vendor/highlight": (NODE / "@highlightjs/cdn-assets/es", ["highlight.min.js"]),
-    "vendor/highlight/styles": (NODE / "@highlightjs/cdn-assets/styles", ["github.min.css", "github-dark.min.css"]),
+    "vendor/highlight/styles": (NODE / "@highlightjs/cdn-assets/styles", ["a11y-light.min.css", "a11y-dark.min.css"]),
     # The ORT runtime transformers.js bundles, served from the same version's npm package.
     "vendor/ort": (NODE / "onnxruntime-web/dist", ["ort-wasm-simd-threaded.asyncify.mjs",
                                                    "ort-wasm-simd-threaded.asyncify.wasm"]),

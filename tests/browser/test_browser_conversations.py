@@ -54,9 +54,15 @@ class Chat:
         self.page.wait_for_selector("#send:enabled")
         self.page.wait_for_selector(".message.assistant.live", state="detached")
 
-    def texts(self, role: str) -> list[str]:
-        """The text of the shown messages of a role (textContent: exactly what was set)."""
-        return self.page.eval_on_selector_all(f".message.{role} .body", "els => els.map((e) => e.textContent)")
+    def replies(self) -> list[str]:
+        """The shown replies as the model wrote them: each one's Raw toggle pressed, its text read."""
+        return self.page.evaluate("""() => [...document.querySelectorAll('.message.assistant')].map((m) => {
+            const raw = m.querySelector('.md-raw-toggle');
+            if (raw) raw.click();
+            const text = m.querySelector('.body').textContent;
+            if (raw) raw.click();
+            return text;
+          })""")
 
     def titles(self) -> list[str]:
         return self.page.locator("#conv-list .conv-open").all_inner_texts()
@@ -130,21 +136,21 @@ def user(text: str) -> list[dict[str, str]]:
 def test_conversations_survive_a_reload_and_are_searched_renamed_and_deleted(chat: Chat) -> None:
     page = chat.page
     chat.send("Name a Python module.")
-    first_reply = chat.texts("assistant")
+    first_reply = chat.replies()
     chat.page.click("#new-chat")
     chat.questions_are([])
     chat.send("What is a list?")
-    second_reply = chat.texts("assistant")
+    second_reply = chat.replies()
     chat.titles_are(["What is a list?", "Name a Python module."])
 
     chat.reload()
     chat.titles_are(["What is a list?", "Name a Python module."])
     assert page.locator("#conv-list [aria-current='true']").inner_text() == "What is a list?"
     chat.questions_are(["What is a list?"])
-    assert chat.texts("assistant") == second_reply
+    assert chat.replies() == second_reply
     chat.conv("Name a Python module.").locator(".conv-open").click()
     chat.questions_are(["Name a Python module."])
-    assert chat.texts("assistant") == first_reply
+    assert chat.replies() == first_reply
 
     # rename: the title is no longer the question, which search still finds by its text
     chat.conv("Name a Python module.").locator(".conv-rename").click()
@@ -248,7 +254,7 @@ def test_the_system_prompt_is_sent(chat: Chat, engine_page: EnginePage) -> None:
     chat.send("Hello there.")
     messages = [{"role": "system", "content": system}, *user("Hello there.")]
     expected = engine_reply(engine_page, {"messages": messages, "temperature": 0, "max_tokens": 12})
-    assert chat.texts("assistant") == expected
+    assert chat.replies() == expected
     # the reply alone may not tell (tiny-chat often ignores a system prompt): the prompt's length does
     count = "return (await engine.chat.completions.create(arg)).usage.prompt_tokens;"
     with_system = engine_page.ok(count, {"messages": messages, "max_tokens": 1})
@@ -263,26 +269,26 @@ def test_an_edited_question_is_a_branch_and_flipping_back_shows_the_old_reply(ch
                                                                               engine_page: EnginePage) -> None:
     page = chat.page
     chat.send("Tell me about sets.")
-    old = chat.texts("assistant")
+    old = chat.replies()
     page.click(".message.user .edit")
     page.fill(".message.user .edit-text", "Tell me about dicts.")
     page.click(".message.user .edit-send")
     chat.settle()
     chat.questions_are(["Tell me about dicts."])
     assert page.inner_text(".message.user .branch-pos") == "2/2"
-    assert chat.texts("assistant") == engine_reply(
+    assert chat.replies() == engine_reply(
         engine_page, {"messages": user("Tell me about dicts."), "temperature": 0, "max_tokens": 12})
     page.click(".message.user .branch-prev")
     chat.questions_are(["Tell me about sets."])
-    assert chat.texts("assistant") == old
+    assert chat.replies() == old
     assert page.inner_text(".message.user .branch-pos") == "1/2"
     chat.reload()
     chat.questions_are(["Tell me about sets."])
-    assert chat.texts("assistant") == old
+    assert chat.replies() == old
     # a follow-up goes on from the shown branch only
     chat.send("And frozensets?")
     chat.questions_are(["Tell me about sets.", "And frozensets?"])
-    assert chat.texts("assistant")[1] == engine_reply(engine_page, {
+    assert chat.replies()[1] == engine_reply(engine_page, {
         "messages": [*user("Tell me about sets."), {"role": "assistant", "content": old[0]}, *user("And frozensets?")],
         "temperature": 0, "max_tokens": 12})[0]
 
@@ -302,24 +308,24 @@ def test_regenerate_with_a_new_seed_adds_an_alternative_and_n_gives_alternatives
     seven = engine_reply(engine_page, {"messages": user("Say something."), **SAMPLED, "seed": 7})
     eight = engine_reply(engine_page, {"messages": user("Say something."), **SAMPLED, "seed": 8})
     assert seven != eight
-    assert chat.texts("assistant") == seven
+    assert chat.replies() == seven
     chat.set_knob("#set-seed", "8")
     page.click(".message.assistant .regenerate")
     chat.settle()
-    assert chat.texts("assistant") == eight
+    assert chat.replies() == eight
     assert page.inner_text(".message.assistant .branch-pos") == "2/2"
     page.click(".message.assistant .branch-prev")
-    assert chat.texts("assistant") == seven
+    assert chat.replies() == seven
 
     # n = 2: both choices are kept, as alternatives
     page.click("#new-chat")
     chat.set_knob("#set-n", "2")
     chat.send("Name a colour.")
     both = engine_reply(engine_page, {"messages": user("Name a colour."), **SAMPLED, "seed": 8, "n": 2})
-    assert chat.texts("assistant") == both[:1]
+    assert chat.replies() == both[:1]
     assert page.inner_text(".message.assistant .branch-pos") == "1/2"
     page.click(".message.assistant .branch-next")
-    assert chat.texts("assistant") == both[1:]
+    assert chat.replies() == both[1:]
     chat.close()
 
 
@@ -333,12 +339,12 @@ def test_stop_keeps_the_partial_reply_and_it_survives_a_reload(browser: Any, sit
     chat.settle()
     msg = page.locator(".message.assistant")
     assert msg.get_attribute("data-finish") == "abort"
-    partial = chat.texts("assistant")
+    partial = chat.replies()
     assert len(partial[0]) > 20
     assert "stopped" in msg.locator(".meta").inner_text()
     assert int(msg.get_attribute("data-completion-tokens")) < 900
     chat.reload()
-    assert chat.texts("assistant") == partial
+    assert chat.replies() == partial
     assert page.locator(".message.assistant").get_attribute("data-finish") == "abort"
     chat.close()
 
@@ -358,14 +364,14 @@ def test_settings_are_kept_per_conversation_and_presets_set_what_is_sent(browser
     assert page.input_value("#set-presence-penalty") == "0.3"
     chat.set_knob("#set-seed", "3")
     chat.send("Write a word.")
-    assert chat.texts("assistant") == engine_reply(
+    assert chat.replies() == engine_reply(
         engine_page, {"messages": user("Write a word."), **CREATIVE, "seed": 3, "max_tokens": 12})
 
     page.click("#new-chat")
     page.select_option("#preset", "Precise")
     assert page.input_value("#set-temperature") == "0"
     chat.send("Write a number.")
-    assert chat.texts("assistant") == engine_reply(
+    assert chat.replies() == engine_reply(
         engine_page, {"messages": user("Write a number."), "temperature": 0, "max_tokens": 12})
 
     # a preset of one's own
@@ -403,8 +409,8 @@ def test_a_grammar_constrains_the_reply_and_the_format_belongs_to_the_conversati
     page.fill("#grammar", 'root ::= "yes" | "no" | "maybe so"')
     page.locator("#grammar").dispatch_event("change")
     chat.send("Is water wet?")
-    assert chat.texts("assistant")[0] in ("yes", "no", "maybe so")
-    assert chat.texts("assistant") == engine_reply(engine_page, {
+    assert chat.replies()[0] in ("yes", "no", "maybe so")
+    assert chat.replies() == engine_reply(engine_page, {
         "messages": user("Is water wet?"), "temperature": 0, "max_tokens": 12,
         "response_format": {"type": "grammar", "grammar": 'root ::= "yes" | "no" | "maybe so"'}})
     page.click("#new-chat")
@@ -441,15 +447,48 @@ def test_a_follow_up_reuses_the_cached_prefix_and_the_token_view_keeps_logprobs(
     page.click("#new-chat")
     chat.send("Name a fruit.")
     msg = page.locator(".message.assistant")
-    tokens = msg.locator(".tokens .tok").all_text_contents()
+    labels = msg.locator(".tokens .tv-token").evaluate_all("els => els.map((e) => e.getAttribute('aria-label'))")
     reference = engine_page.ok(
         "return (await engine.chat.completions.create(arg)).choices[0].logprobs.content.map((t) => t.token);",
         {"messages": user("Name a fruit."), "temperature": 0, "max_tokens": 12, "logprobs": True, "top_logprobs": 5})
-    assert tokens == reference
-    assert len(tokens) == int(msg.get_attribute("data-completion-tokens"))
+    # each token is labelled with itself as JSON and its probability
+    assert [label.rsplit(", ", 1)[0] for label in labels] == [json.dumps(t, ensure_ascii=False) for t in reference]
+    assert len(labels) == int(msg.get_attribute("data-completion-tokens"))
     chat.reload()
-    assert page.locator(".message.assistant .tokens .tok").all_text_contents() == reference
-    assert page.locator(".message.assistant .tok").first.get_attribute("title").count("\n") == 5
+    tokens = page.locator(".message.assistant .tokens .tv-token")
+    assert tokens.count() == len(reference)
+    tokens.first.hover()
+    assert page.locator(".message.assistant .tv-tooltip li").count() == 5  # the 5 top alternatives, kept
+
+
+HOSTILE_REPLY = ("**Bold** and `code`.\n\n<img src=x onerror=\"window.hit=1\"> <script>window.hit=2</script>\n\n"
+                 "[click](javascript:window.hit=3) ![pic](http://example.com/x.png)\n\n```python\nprint(1)\n```\n")
+
+
+def test_an_imported_reply_is_drawn_as_markdown_and_runs_and_loads_nothing(chat: Chat, tmp_path: Path) -> None:
+    page = chat.page
+    doc = {"format": "csi-playground/conversations", "version": 1, "conversations": [{
+        "id": "c1", "title": "Hostile", "titleEdited": False, "created": 1, "updated": 2, "system": "",
+        "settings": {"temperature": 0}, "active": {},
+        "format": {"format": "off", "schema": "", "grammar": "", "pattern": "", "tools": False, "toolChoice": "auto"},
+        "messages": [
+            {"id": "u", "parent": None, "role": "user", "content": "Show me <b>markup</b>", "created": 1},
+            {"id": "a", "parent": "u", "role": "assistant", "content": HOSTILE_REPLY, "created": 2, "finish": "stop"},
+        ]}]}
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(doc))
+    page.set_input_files("#conv-import", str(path))
+    chat.titles_are(["Hostile"])
+    body = page.locator(".message.assistant .body")
+    assert body.locator("strong").inner_text() == "Bold"
+    assert body.locator("pre code").inner_text().strip() == "print(1)"
+    assert page.locator("#messages img, #messages script, .message.user b").count() == 0
+    assert page.locator("#messages a[href^='javascript']").count() == 0
+    assert page.evaluate("window.hit") is None
+    assert chat.replies() == [HOSTILE_REPLY]
+    page.click(".message.assistant .md-raw-toggle")
+    assert body.text_content() == HOSTILE_REPLY
+    assert [u for u in chat.requests if "example.com" in u] == []
 
 
 def test_screenshots_wide_and_phone_light_and_dark(chat: Chat) -> None:

@@ -1,9 +1,10 @@
 // One message of the shown path, drawn: its text (always set as text), the "‹ 2/3 ›" switch among
 // its alternatives, its stats, and its actions (edit a question, regenerate a reply).
 
+import { mountRawToggle } from "../render/markdown.js";
+import { renderTokenView } from "../render/token_view.js";
 import { renderReply } from "./chat_body.js";
 import { el } from "./dom.js";
-import { renderTokens } from "./chat_tokens.js";
 
 /**
  * @typedef {import("../conversations/tree.js").Node} Node
@@ -92,8 +93,8 @@ export function renderMessage(node, siblings, { tokenView, actions }) {
     return div;
   }
   if (siblings.length > 1) div.append(branchSwitch(node, siblings, actions));
-  const body = el("span", "body", node.role === "user" ? node.content ?? "" : "");
-  if (node.role === "assistant") renderReply(body, node.content ?? "", { streaming: false });
+  const body = node.role === "user" ? el("span", "body", node.content ?? "") : el("div", "body");
+  if (node.role === "assistant" && !node.error) renderReply(body, node.content ?? "", { streaming: false });
   div.append(body);
   if (node.role === "user") {
     const actionsBox = el("div", "actions");
@@ -113,7 +114,9 @@ export function renderMessage(node, siblings, { tokenView, actions }) {
   }
   if (tokenView && node.logprobs?.length) {
     body.hidden = true;
-    div.append(renderTokens(node.logprobs));
+    const tokens = el("div", "tokens");
+    renderTokenView(tokens, node.logprobs);
+    div.append(tokens);
   }
   if (node.stats) {
     for (const [k, v] of Object.entries(node.stats)) div.dataset[k.replace(/_(\w)/g, (_, c) => c.toUpperCase())] = String(v);
@@ -122,6 +125,7 @@ export function renderMessage(node, siblings, { tokenView, actions }) {
   if (meta || node.error?.param) div.append(el("span", "meta", node.error?.param ? `field: ${node.error.param}` : meta));
   const actionsBox = el("div", "actions");
   actionsBox.append(action("Regenerate", "regenerate", () => actions.regenerate(node)));
+  if (!node.error && node.content && !body.hidden) mountRawToggle(actionsBox, body, () => node.content ?? "");
   div.append(actionsBox);
   return div;
 }
@@ -129,7 +133,7 @@ export function renderMessage(node, siblings, { tokenView, actions }) {
 /** The element a reply streams into before it is a node. */
 export function liveMessage() {
   const div = el("div", "message assistant live");
-  const body = el("span", "body");
+  const body = el("div", "body");
   const calls = el("span", "calls");
   div.append(body, calls);
   return {
