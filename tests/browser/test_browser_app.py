@@ -131,3 +131,44 @@ def test_escape_stops_a_reply_being_written(browser: Any, site_url: str) -> None
         assert app.errors == []
     finally:
         app.context.close()
+
+
+HOSTILE = ("<img src=http://127.0.0.1:9/raw.png onerror=alert(1)> [go](javascript:alert(2)) "
+           "![x](http://127.0.0.1:9/md.png) <script>alert(3)</script> [ok](https://example.com)")
+
+
+def test_a_reply_the_model_writes_as_hostile_markup_runs_and_loads_nothing(browser: Any, site_url: str) -> None:
+    # the model is made to write exactly this by a grammar (the reply format), so the markup comes
+    # through the whole path of a real reply: the worker, the stream, the renderer
+    app = App(browser, site_url, 1280, "light")
+    page = app.page
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    try:
+        page.goto(page.url.replace("max_tokens=16", "max_tokens=300"))
+        page.wait_for_selector("body[data-ready='true']")
+        page.click("#clear")
+        if page.locator("#chat-settings details").get_attribute("open") is None:
+            page.click("#chat-settings summary")
+        page.click("#structure summary")
+        page.select_option("#format", "grammar")
+        page.fill("#grammar", f'root ::= "{HOSTILE}"')
+        page.locator("#grammar").dispatch_event("change")
+        page.fill("#prompt", "Say it.")
+        page.press("#prompt", "Enter")
+        done = page.wait_for_selector(".message.assistant[data-done='true']")
+        body = done.query_selector(".body")
+        page.wait_for_timeout(1000)
+        assert dialogs == []
+        assert [u for u in app.requests if ":9/" in u or "example.com" in u] == []
+        assert body.query_selector_all("img, script, iframe, [onerror], [src]") == []
+        hrefs = [a.get_attribute("href") for a in body.query_selector_all("a")]
+        # links only to the web, opened by the user's click (GFM links bare addresses too)
+        # (the javascript: link keeps its words, not its address)
+        assert "https://example.com" in hrefs and all(h is None or h.startswith(("http://", "https://")) for h in hrefs)
+        assert body.query_selector("a:not([href])").inner_text() == "go"
+        assert "<script>alert(3)</script>" in body.inner_text()
+        assert "[image: x (http://127.0.0.1:9/md.png)]" in body.inner_text()
+        assert app.errors == []
+    finally:
+        app.context.close()
