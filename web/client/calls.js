@@ -23,6 +23,21 @@ import { EngineError } from "../engine_error.js";
  * @typedef {import("../../worker/wire_types.js").Requests[K]} RequestOf
  */
 
+/**
+ * Call `cancel` when `signal` aborts (once the request is sent, if it already has).
+ * @param {AbortSignal|undefined} signal @param {() => void} cancel
+ * @returns {() => void} stops listening (call it when the call has settled)
+ */
+export function cancelOnAbort(signal, cancel) {
+  if (!signal || typeof signal.addEventListener !== "function") return () => {};
+  if (signal.aborted) {
+    queueMicrotask(cancel);
+    return () => {};
+  }
+  signal.addEventListener("abort", cancel, { once: true });
+  return () => signal.removeEventListener("abort", cancel);
+}
+
 /** The longest time limit a call takes (a day). */
 export const MAX_TIME_LIMIT_MS = 86_400_000;
 

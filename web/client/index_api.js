@@ -2,7 +2,7 @@
 // The document index's writes on the page client: collections of documents with named search
 // indexes, kept in IndexedDB (the CSI's `search` and `documents` read them).
 
-import { deadline, requestCall } from "./calls.js";
+import { cancelOnAbort, deadline, requestCall } from "./calls.js";
 
 /**
  * @typedef {import("./calls.js").CallOptions} CallOptions
@@ -30,15 +30,7 @@ function stoppableWrite(client, send) {
   return (request, options = {}) => {
     const id = client.newId();
     const cancel = () => client.cancel(id);
-    const signal = options?.signal;
-    let release = () => {};
-    if (signal && typeof signal.addEventListener === "function") {
-      if (signal.aborted) queueMicrotask(cancel); // after the request is sent
-      else {
-        signal.addEventListener("abort", cancel, { once: true });
-        release = () => signal.removeEventListener("abort", cancel);
-      }
-    }
+    const release = cancelOnAbort(options?.signal, cancel);
     const { timeoutMs, progress } = deadline(options);
     /** @type {Committed} */
     const committed = { documents: [], chunks: 0 };

@@ -4,7 +4,7 @@
 // `getMessage` and `runtimeStatsText` report.
 
 import { ChunkStream } from "./chunk_stream.js";
-import { deadline, requestCall } from "./calls.js";
+import { cancelOnAbort, deadline, requestCall } from "./calls.js";
 
 /**
  * @typedef {import("./openai_types.js").ChatCompletionRequest} ChatCompletionRequest
@@ -33,15 +33,7 @@ function streamable(client, states, type, request, options = {}) {
   request = states.withDefaults(request);
   const id = client.newId();
   const cancel = () => client.cancel(id);
-  const signal = options?.signal;
-  let release = () => {};
-  if (signal && typeof signal.addEventListener === "function") {
-    if (signal.aborted) queueMicrotask(cancel); // after the request is sent
-    else {
-      signal.addEventListener("abort", cancel, { once: true });
-      release = () => signal.removeEventListener("abort", cancel);
-    }
-  }
+  const release = cancelOnAbort(options?.signal, cancel);
   if (!request || !request.stream) {
     return client.send(type, { request }, { id, ...deadline(options) }).finally(release).then((r) => {
       states.finish(r.model, r.choices?.[0]?.message?.content ?? r.choices?.[0]?.text ?? "", r.usage);
