@@ -37,6 +37,7 @@ PYTHON_PINS = {
     "regex": "2026.5.9",  # its Unicode 17 tables feed buildtools/unicode_tables.py
     "jsonschema": "4.26.0",  # reference validator for structured output
     "lark": "1.3.1",  # reference parser for EBNF-constrained output
+    "cmarkgfm": "2025.10.22",  # GitHub's cmark-gfm: the reference for the playground's Markdown
     "hypothesis": "6.170.15",  # the message fuzzer (tests/unit/test_fuzz_messages.py, build.py fuzz)
     "gguf": "0.19.0",  # reads GGUF files (buildtools/gguf_import.py) and lets transformers load them
     "accelerate": "1.15.0",  # transformers' GGUF loader asks for it
