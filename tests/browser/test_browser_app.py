@@ -143,7 +143,12 @@ def test_a_reply_the_model_writes_as_hostile_markup_runs_and_loads_nothing(brows
     app = App(browser, site_url, 1280, "light")
     page = app.page
     dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def dismiss(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismiss)
     try:
         page.goto(page.url.replace("max_tokens=16", "max_tokens=300"))
         page.wait_for_selector("body[data-ready='true']")

@@ -33,9 +33,13 @@ class Page:
         self.dialogs: list[str] = []
         self.context.on("request", lambda r: self.requests.append(r.url))
         self.page = self.context.new_page()
-        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        self.page.on("dialog", self._dismiss)
         self.page.goto(site_url + "index.html?model=tiny-chat")
         self.page.wait_for_selector("body[data-ready='true']", timeout=180_000)
+
+    def _dismiss(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
 
     def render(self, markdown: str) -> Any:
         box = self.page.evaluate(RENDER, [markdown])
