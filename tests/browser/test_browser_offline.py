@@ -151,6 +151,7 @@ def test_after_one_visit_the_app_and_tiny_chat_load_and_answer_with_no_network(b
     assert again.from_service_worker
     assert again.status == 200
     assert page.evaluate("crossOriginIsolated")  # the stored page keeps its COOP/COEP headers: threads
+    page.click("#clear")  # the reload reopened the conversation: ask in a new one, as the first time
     assert ask(page, PROMPT) == online
     assert page.locator(".update-notice").count() == 0
     (ROOT / "test-results").mkdir(exist_ok=True)
