@@ -147,6 +147,8 @@ def test_after_one_visit_the_app_and_tiny_chat_load_and_answer_with_no_network(b
 
     own_site.stop()  # nothing answers at the site's origin any more
     context.set_offline(True)
+    failed: list[str] = []
+    context.on("requestfailed", lambda r: failed.append(r.url))
     again, again_s = visit(page, url)
     assert again.from_service_worker
     assert again.status == 200
@@ -154,6 +156,7 @@ def test_after_one_visit_the_app_and_tiny_chat_load_and_answer_with_no_network(b
     page.click("#clear")  # the reload reopened the conversation: ask in a new one, as the first time
     assert ask(page, PROMPT) == online
     assert page.locator(".update-notice").count() == 0
+    assert failed == []  # everything the app asks for comes from the browser's storage
     (ROOT / "test-results").mkdir(exist_ok=True)
     page.screenshot(path=str(ROOT / "test-results" / "offline.png"))
     print(f"\ntiny-chat ready: first visit {first_s:.1f} s, offline repeat visit {again_s:.1f} s")
