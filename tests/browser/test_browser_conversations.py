@@ -41,6 +41,7 @@ class Chat:
         self.page.wait_for_selector("body[data-ready='true']")
 
     def reload(self) -> None:
+        self.page.wait_for_selector("#messages:not([data-saving])", state="attached")  # what was changed is stored
         self.page.reload()
         self.ready()
 

@@ -98,11 +98,21 @@ export function mountChat(root, options) {
     scroll();
   }
 
-  /** Save `c` once it holds something, and remember it as the open one. @param {Conversation} c */
+  let saving = 0;
+  /**
+   * Save `c` once it holds something, and remember it as the open one. `#messages[data-saving]`
+   * is there while a save is under way (a reload then would lose it).
+   * @param {Conversation} c
+   */
   async function persist(c) {
     if (!c.messages.length && !library.get(c.id)) return;
-    await library.save(c);
-    if (c === conv) await library.setOpen(c.id);
+    ui.messages.dataset.saving = String(++saving);
+    try {
+      await library.save(c);
+      if (c === conv) await library.setOpen(c.id);
+    } finally {
+      if (--saving === 0) delete ui.messages.dataset.saving;
+    }
     options.onChange();
   }
 
