@@ -7,7 +7,7 @@ untyped error or ``InternalError``; at the end nothing is pending and greedy ans
 from __future__ import annotations
 
 WAITER = """from pydantic import BaseModel
-from csi.sdk import skill, CompletionParams
+from pharia_skill import skill, CompletionParams
 
 class I(BaseModel):
     n: int = 20
@@ -24,7 +24,7 @@ def waiter(csi, input: I) -> O:
 
 SLEEPER = """import time
 from pydantic import BaseModel
-from csi.sdk import skill
+from pharia_skill import skill
 
 class I(BaseModel):
     pass
@@ -39,7 +39,7 @@ def sleeper(csi, input: I) -> O:
 """
 
 SPIN = """from pydantic import BaseModel
-from csi.sdk import skill
+from pharia_skill import skill
 
 class I(BaseModel):
     pass

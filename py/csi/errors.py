@@ -56,6 +56,19 @@ class NotFoundError(CsiError):
     name = "NotFoundError"
 
 
+class AbortError(CsiError):
+    """A call was stopped (cancelled, or ``interruptGenerate()``) before it finished; the message
+    says what was done. Named as the DOM names an aborted call."""
+
+    name = "AbortError"
+
+
+class NotSupportedError(CsiError):
+    """The request asks for something this engine does not do (``param`` names what)."""
+
+    name = "NotSupportedError"
+
+
 class InternalError(CsiError):
     """Something failed inside the engine or the backend; the message carries the cause."""
 

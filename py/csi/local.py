@@ -1,7 +1,8 @@
-"""A CSI for CPython: test skills with pytest against the same engine code the browser runs,
-on onnxruntime and HF tokenizers (``csi.backends.cpython``; needs numpy, onnxruntime, tokenizers).
+"""A CSI for CPython: test pharia-skill skills with pytest against the same engine code the browser
+runs, on onnxruntime and HF tokenizers (``csi.backends.cpython``; needs numpy, onnxruntime, tokenizers).
 
-    with local_csi("dist", ["tiny-chat"]) as csi:
+    with local_csi("dist", ["smollm2-135m-instruct"],
+                   aliases={"llama-3.1-8b-instruct": "smollm2-135m-instruct"}) as csi:
         out = my_skill(csi, Input(...))
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,9 +20,11 @@ from .skills.engine_csi import EngineCsi, loop_run_sync
 
 
 @contextmanager
-def local_runtime(site: str | Path, models: Sequence[str]) -> Iterator[tuple[Runtime, EngineCsi]]:
-    """A runtime over a built site (``site/models/<id>``, ``site/lang``) with ``models`` loaded, on an
-    event loop in a thread of its own, and a ``Csi`` that calls it from any other thread."""
+def local_runtime(site: str | Path, models: Sequence[str],
+                  aliases: Mapping[str, str] | None = None) -> Iterator[tuple[Runtime, EngineCsi]]:
+    """A runtime over a built site (``site/models/<id>``, ``site/lang``) with ``models`` loaded (and
+    ``aliases``: other names for them), on an event loop in a thread of its own, and a ``Csi`` that
+    calls it from any other thread."""
     from .backends.cpython import CPythonBackend  # noqa: PLC0415 - CPython only
 
     site = Path(site)
@@ -32,6 +35,7 @@ def local_runtime(site: str | Path, models: Sequence[str]) -> Iterator[tuple[Run
     run_sync = loop_run_sync(loop)
     runtime = build_runtime(CPythonBackend(site / "models"), LocalHost(site / "lang"))
     try:
+        run_sync(runtime.engine.set_aliases(dict(aliases or {})))
         if models:
             run_sync(runtime.engine.load(list(models)))
         yield runtime, runtime.csi(run_sync)
@@ -43,11 +47,14 @@ def local_runtime(site: str | Path, models: Sequence[str]) -> Iterator[tuple[Run
 
 
 @contextmanager
-def local_csi(site: str | Path, models: Sequence[str]) -> Iterator[EngineCsi]:
-    """A ``Csi`` over a built site (``site/models/<id>``, ``site/lang``) with ``models`` loaded.
+def local_csi(site: str | Path, models: Sequence[str],
+              aliases: Mapping[str, str] | None = None) -> Iterator[EngineCsi]:
+    """pharia-skill's ``Csi`` over a built site (``site/models/<id>``, ``site/lang``) with ``models``
+    loaded: csi-web's local stand-in for the SDK's ``DevCsi``. ``aliases`` lets skills name models
+    the way they do on Pharia Kernel (``{"llama-3.1-8b-instruct": "smollm2-135m-instruct"}``).
 
     The engine lives on an event loop in a thread of its own, so skills (synchronous code) call it
     from the test's thread exactly as they do in the worker.
     """
-    with local_runtime(site, models) as (_, csi):
+    with local_runtime(site, models, aliases) as (_, csi):
         yield csi

@@ -61,7 +61,7 @@ def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
     """Wire an engine on ``backend`` to its services: language data and skill storage from ``host``,
     documents in ``store`` (in memory by default), skills run by ``skill_runner(runtime)``."""
     engine = Engine(backend)
-    text = TextServices(backend, host, lambda: engine.models)
+    text = TextServices(backend, host, lambda: engine.models, engine.alias_of)
     runtime = Runtime(engine, text, store)
     runtime.skills = SkillRegistry(host, skill_runner(runtime), engine)
     return runtime

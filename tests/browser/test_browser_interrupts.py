@@ -18,7 +18,7 @@ TRAFFIC_MINUTES = float(os.environ.get("CSI_INTERRUPT_TRAFFIC_MINUTES", "1"))
 
 def raiser(exc: str) -> str:
     return f"""from pydantic import BaseModel
-from csi.sdk import skill
+from pharia_skill import skill
 
 class I(BaseModel):
     pass
@@ -33,7 +33,7 @@ def raiser(csi, input: I) -> O:
 
 
 ENDER = """from pydantic import BaseModel
-from csi.sdk import skill
+from pharia_skill import skill
 
 class I(BaseModel):
     how: str
@@ -301,7 +301,7 @@ def test_items_of_a_batch_cut_by_an_interrupt_all_end_with_abort(page):
 STUBBORN = """import js
 from pydantic import BaseModel
 from pyodide.ffi import run_sync
-from csi.sdk import skill
+from pharia_skill import skill
 
 class I(BaseModel):
     pass

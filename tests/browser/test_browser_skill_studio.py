@@ -25,7 +25,7 @@ FORM_TOUR = '''from enum import Enum
 
 from pydantic import BaseModel, Field
 
-from csi.sdk import Csi, skill
+from pharia_skill import Csi, skill
 
 
 class Size(str, Enum):
@@ -70,20 +70,20 @@ FORM_INPUT = {"title": "Owl <b>", "ratio": 2.5, "count": 4, "loud": True, "size"
 
 SYNTAX = '''from pydantic import BaseModel
 
-from csi.sdk import Csi, skill
+from pharia_skill import Csi, skill
 
 def broken(csi: Csi, input: BaseModel) -> int
     return 1
 '''
 MISSING_IMPORT = '''from pydantic import BaseModel
 
-from csi.sdk import Csi, skill
+from pharia_skill import Csi, skill
 import json
 import no_such_module_anywhere
 '''
 HOSTILE = '''from pydantic import BaseModel
 
-from csi.sdk import Csi, skill
+from pharia_skill import Csi, skill
 
 
 class Input(BaseModel):
@@ -99,7 +99,7 @@ def hostile(csi: Csi, input: Input) -> dict:
 '''
 SPIN = '''from pydantic import BaseModel
 
-from csi.sdk import Csi, skill
+from pharia_skill import Csi, skill
 
 
 class Input(BaseModel):

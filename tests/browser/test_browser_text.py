@@ -105,7 +105,7 @@ def test_a_skill_using_chat_chunk_and_select_language_agrees_with_cpython(engine
     browser = engine_page.ok("return await engine.skills.run('tour', arg);", {"text": TOUR_TEXT})
     tour = load_skill_source("tour", CSI_TOUR)
     with local_csi(DIST, ["tiny-chat"]) as csi:
-        cpython = tour(csi, tour.input_type(text=TOUR_TEXT)).model_dump(mode="json")
+        cpython = tour.func(csi, tour.input_model(text=TOUR_TEXT)).model_dump(mode="json")
     assert browser == cpython
     assert browser["language"] == "deu" and len(browser["chunks"]) > 1 and browser["reply"]
     assert engine_page.foreign_requests() == []

@@ -1,4 +1,4 @@
-"""Skills in CPython: the SDK decorator, the registry (as the worker uses it), and the real engine."""
+"""Skills in CPython: pharia-skill's decorators, the registry (as the worker uses it), and the real engine."""
 
 from __future__ import annotations
 
@@ -6,14 +6,15 @@ import importlib
 from typing import Any
 
 import pytest
+from pharia_skill import IndexPath, Language
 from pydantic import BaseModel
 
 from csi.backends.local_host import LocalHost
 from csi.errors import CsiError, InternalError, InvalidInputError
 from csi.local import local_csi
 from csi.runtime import build_runtime
-from csi.sdk import Csi, IndexPath, Language, skill
 from csi.skills.examples import search_answer
+from csi.skills.loaded import find_skill
 from csi.skills.registry import EXAMPLES, SkillRegistry
 from csi.testing import ScriptedBackend
 from tests.support.aio import run_async
@@ -41,7 +42,9 @@ def test_register_gives_pydantic_schemas_and_docstring():
     assert meta["description"] == "Repeat the topic `times` times."
     assert meta["input_schema"] == Echo.Input.model_json_schema()
     assert meta["output_schema"] == Echo.Output.model_json_schema()
-    assert call(reg.metadata("echo")) == {k: meta[k] for k in ("description", "input_schema", "output_schema")}
+    assert meta["kind"] == "skill"
+    assert call(reg.metadata("echo")) == {k: meta[k] for k in ("description", "input_schema", "output_schema",
+                                                               "kind")}
 
 
 def test_run_valid_input_and_invalid_input_names_the_field():
@@ -60,7 +63,7 @@ def test_run_valid_input_and_invalid_input_names_the_field():
 def test_raising_skill_is_internal_error_with_traceback():
     reg = registry()
     call(reg.register("divide", RAISES))
-    assert call(reg.run("divide", {"n": 5})) == 2
+    assert call(reg.run("divide", {"n": 5})) == {"quotient": 2}
     with pytest.raises(InternalError) as err:
         call(reg.run("divide", {"n": 0}))
     message = err.value.message
@@ -82,10 +85,10 @@ def test_broken_source_is_a_typed_error_with_the_line(source, line, kind):
 
 def test_source_must_define_exactly_one_skill_and_names_are_checked():
     reg = registry()
-    with pytest.raises(InvalidInputError, match="exactly one") as err:
+    with pytest.raises(InvalidInputError, match="decorated with pharia_skill's @skill") as err:
         call(reg.register("none", NO_SKILL))
     assert err.value.param == "source"
-    with pytest.raises(InvalidInputError, match="exactly one"):
+    with pytest.raises(InvalidInputError, match="can only be used once"):  # the SDK's own check
         call(reg.register("two", ECHO + ECHO.replace("def echo", "def echo2")))
     for bad in ["", "has space", "x" * 65, "-lead", 7]:
         with pytest.raises(InvalidInputError) as err:
@@ -124,29 +127,12 @@ def test_a_stored_skill_that_no_longer_loads_is_listed_with_its_error():
     call(reg.remove("old"))
 
 
-def test_decorated_function_stays_callable_and_checks_its_signature():
-    @skill
-    def double(csi: Csi, input: In) -> int:
-        """Twice x."""
-        return 2 * input.x
-
-    assert double(None, In(x=4)) == 8  # type: ignore[arg-type]
-    assert double.run(None, b'{"x": 5}') == b"10"  # type: ignore[arg-type]
-    assert double.metadata().output_schema == {"type": "integer"}
-    with pytest.raises(TypeError):
-        skill(lambda csi: 1)  # type: ignore[arg-type, return-value]
-    with pytest.raises(TypeError):
-        def untyped(csi: Csi, input: dict) -> int:  # type: ignore[type-arg]
-            return 1
-        skill(untyped)
-
-
 def test_examples_describe_themselves():
     for module in EXAMPLES.values():
-        mod = importlib.import_module(module)
-        [found] = [v for v in vars(mod).values() if hasattr(v, "metadata") and hasattr(v, "run")]
+        found = find_skill(importlib.import_module(module))
+        assert found is not None
         meta = found.metadata()
-        assert meta.description and meta.input_schema["type"] == "object"
+        assert meta["description"] and meta["input_schema"]["type"] == "object"
     assert Language("deu") is Language.German
 
 
@@ -154,18 +140,18 @@ SEARCH_INDEX = {"namespace": "skills", "collection": "docs", "index": "small", "
 
 
 def test_search_answer_answers_from_the_sections_it_found():
-    sa = search_answer.search_answer
+    sa, Input = search_answer.search_answer, search_answer.Input
     with local_csi(DIST, ["tiny-chat"]) as csi:
         csi._run(index_face.create(csi.index, SEARCH_INDEX))
         csi._run(index_face.put(csi.index, [
             {"path": {"namespace": "skills", "collection": "docs", "name": name}, "contents": [{"text": text}]}
             for name, text in SEARCH_DOCS.items()]))
         where = {**{k: SEARCH_INDEX[k] for k in ("namespace", "collection", "index")}, "model": "tiny-chat"}
-        out = sa(csi, sa.input_type(question="What does json.dumps return?", **where))
-        again = sa(csi, sa.input_type(question="What does json.dumps return?", **where))
-        nothing = sa(csi, sa.input_type(question="What does json.dumps return?", min_score=0.99, **where))
+        out = sa(csi, Input(question="What does json.dumps return?", **where))
+        again = sa(csi, Input(question="What does json.dumps return?", **where))
+        nothing = sa(csi, Input(question="What does json.dumps return?", min_score=0.99, **where))
         with pytest.raises(CsiError) as missing:
-            sa(csi, sa.input_type(question="x", namespace="skills", collection="docs", index="nope"))
+            sa(csi, Input(question="x", namespace="skills", collection="docs", index="nope"))
     assert out.answer and out == again  # greedy
     assert len(out.sources) == 3 and out.sources[0].name == "json.txt"
     assert "json.dumps returns a string" in out.sources[0].content
@@ -179,7 +165,7 @@ def test_search_answer_answers_from_the_sections_it_found():
 
 
 def test_documents_metadata_and_filtered_search_through_the_skill_csi():
-    from csi.sdk import DocumentPath, GreaterThan, MetadataFilter, Text, With
+    from pharia_skill import DocumentPath, GreaterThan, MetadataFilter, Text, With
 
     where = {k: SEARCH_INDEX[k] for k in ("namespace", "collection")}
     with local_csi(DIST, []) as csi:
@@ -202,7 +188,7 @@ def test_documents_metadata_and_filtered_search_through_the_skill_csi():
 
 
 def test_search_answer_prompt_numbers_the_sections():
-    from csi.sdk import Cursor, DocumentPath, SearchResult
+    from pharia_skill import Cursor, DocumentPath, SearchResult
 
     results = [SearchResult(DocumentPath("n", "c", name), f" {text}\n", 0.5, Cursor(0, 0), Cursor(0, len(text)))
                for name, text in [("a.txt", "Alpha."), ("b.txt", "Beta.")]]

@@ -367,7 +367,7 @@ def test_the_skill_sdk_parses_a_pydantic_response_format_and_runs_tools():
     from pydantic import BaseModel, Field
 
     from csi.local import local_csi
-    from csi.sdk import ChatParams, FinishReason, Message, Tool
+    from pharia_skill import ChatParams, FinishReason, Message, Tool
     from tests.support.paths import DIST
 
     class Verdict(BaseModel):

@@ -6,7 +6,7 @@ ECHO = '''
 """Echo a topic back with a count."""
 from pydantic import BaseModel, Field
 
-from csi.sdk import Csi, skill
+from pharia_skill import Csi, skill
 
 
 class Input(BaseModel):
@@ -39,11 +39,15 @@ class Echo:
 RAISES = '''
 from pydantic import BaseModel
 
-from csi.sdk import Csi, skill
+from pharia_skill import Csi, skill
 
 
 class Input(BaseModel):
     n: int
+
+
+class Output(BaseModel):
+    quotient: int
 
 
 def helper(n):
@@ -51,16 +55,16 @@ def helper(n):
 
 
 @skill
-def divide(csi: Csi, input: Input) -> int:
+def divide(csi: Csi, input: Input) -> Output:
     """Ten divided by n."""
-    return helper(input.n)
+    return Output(quotient=helper(input.n))
 '''
 
 # Uses csi.chat, csi.chunk and csi.select_language; greedy, so CPython and the browser agree.
 CSI_TOUR = '''
 from pydantic import BaseModel
 
-from csi.sdk import ChatParams, ChunkParams, Csi, Language, Message, skill
+from pharia_skill import ChatParams, ChunkParams, Csi, Language, Message, skill
 
 
 class Input(BaseModel):
@@ -78,7 +82,7 @@ class Output(BaseModel):
 @skill
 def tour(csi: Csi, input: Input) -> Output:
     """Chunk, detect the language, then chat about the first chunk."""
-    chunks = csi.chunk(input.text, ChunkParams("tiny-chat", max_tokens=12, overlap=2))
+    chunks = [c.text for c in csi.chunk(input.text, ChunkParams("tiny-chat", max_tokens=12, overlap=2))]
     language = csi.select_language(input.text, [Language.English, Language.German, Language.French])
     response = csi.chat("tiny-chat", [Message.user(chunks[0])], ChatParams(max_tokens=16, temperature=0.0))
     return Output(language=language, chunks=chunks, reply=response.message.content,
@@ -89,8 +93,8 @@ def tour(csi: Csi, input: Input) -> Output:
 TOUR_TEXT = ("Die Katze schläft auf dem warmen Fensterbrett, während draußen der Regen fällt. "
              "Später wird sie hungrig aufwachen und laut nach ihrem Futter rufen.")
 
-SYNTAX_ERROR = "from csi.sdk import skill\n\ndef broken(:\n    pass\n"
-IMPORT_ERROR = "from csi.sdk import skill\n\nimport numpy_is_not_here\n"
+SYNTAX_ERROR = "from pharia_skill import skill\n\ndef broken(:\n    pass\n"
+IMPORT_ERROR = "from pharia_skill import skill\n\nimport numpy_is_not_here\n"
 NO_SKILL = "x = 1\n"
 
 

@@ -130,7 +130,7 @@ def test_a_tiny_temperature_is_greedy():
 
 
 def test_a_skill_raising_system_exit_is_one_skill_error():
-    src = ("from pydantic import BaseModel\nfrom csi.sdk import skill\n\nclass I(BaseModel):\n    n: int\n\n"
+    src = ("from pydantic import BaseModel\nfrom pharia_skill import skill\n\nclass I(BaseModel):\n    n: int\n\n"
            "class O(BaseModel):\n    n: int\n\n@skill\ndef quits(csi, input: I) -> O:\n    raise SystemExit(3)\n")
     registered = reply(json.dumps({"id": "r1", "type": "skills_register", "request": {"name": "quits", "source": src}}))
     assert registered["type"] == "result"

@@ -75,7 +75,7 @@ def test_a_real_sigint_lands_in_the_skill_and_nowhere_else():
 
 
 WAITER = """from pydantic import BaseModel
-from csi.sdk import skill, CompletionParams
+from pharia_skill import skill, CompletionParams
 
 class I(BaseModel):
     n: int

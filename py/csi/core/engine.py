@@ -48,6 +48,8 @@ class Engine:
         """Model id -> the request whose generation holds the model's lock."""
         self._wakers: set[asyncio.Future[None]] = set()
         """Generations waiting for a model: woken by ``interrupt()`` and ``abort()``."""
+        self.aliases: dict[str, str] = {}
+        """Model names requests may use -> the model id that serves them (``set_aliases``)."""
 
     @property
     def models(self) -> Mapping[str, ModelInfo]:
@@ -202,6 +204,37 @@ class Engine:
 
     # ---- lookups -------------------------------------------------------------------------------
 
+    async def set_aliases(self, aliases: Mapping[str, str]) -> dict[str, str]:
+        """Let requests name a model by another name (a skill's ``llama-3.1-8b-instruct`` served by
+        ``smollm2-135m-instruct``); replaces the aliases set before. A loaded model's own id wins
+        over an alias of the same name."""
+        for alias, target in aliases.items():
+            param = f"aliases.{alias}"
+            if not alias.strip() or len(alias) > 256:
+                raise InvalidInputError("an alias is a model name of 1 to 256 characters", param)
+            if not isinstance(target, str) or not MODEL_ID.fullmatch(target):
+                raise InvalidInputError(f"alias {alias!r} must name a model id, not {target!r}", param)
+            if target in aliases:
+                raise InvalidInputError(f"alias {alias!r} names {target!r}, itself an alias: name the model", param)
+        self.aliases = dict(aliases)
+        return self.aliases
+
+    def alias_of(self, name: str) -> str:
+        """The model id ``name`` stands for (itself unless it is an alias of another)."""
+        return name if name in self._models else self.aliases.get(name, name)
+
+    def _not_served(self, requested: str) -> ModelNotSupportedError:
+        loaded = ", ".join(self._models) or "none"
+        target = self.aliases.get(requested)
+        if target is not None:
+            return ModelNotSupportedError(f"model {requested!r} is an alias of {target!r}, which is not loaded "
+                                          f"(loaded: {loaded})", "model")
+        example = next(iter(self._models), "a-loaded-model")
+        return ModelNotSupportedError(
+            f"model {requested!r} is not loaded (loaded: {loaded}). To serve it with a loaded model, alias it: "
+            f"CreateWebWorkerEngine(worker, models, {{modelAliases: {{{requested!r}: {example!r}}}}}) in the "
+            f"browser, local_csi(site, models, aliases={{{requested!r}: {example!r}}}) in CPython", "model")
+
     def resolve_model(self, requested: str | None, kind: str) -> ModelInfo:
         """The loaded model ``requested`` of this kind; ``None``: the only one loaded (param ``model``)."""
         if requested is None:
@@ -212,16 +245,16 @@ class Engine:
                 raise ModelNotSupportedError(f"no {kind} model is loaded", "model")
             names = ", ".join(m.model_id for m in candidates)
             raise InvalidInputError(f"several {kind} models are loaded ({names}): say which with `model`", "model")
-        info = self._models.get(requested)
+        info = self._models.get(self.alias_of(requested))
         if info is None:
-            loaded = ", ".join(self._models) or "none"
-            raise ModelNotSupportedError(f"model {requested!r} is not loaded (loaded: {loaded})", "model")
+            raise self._not_served(requested)
         if info.kind != kind:
             raise ModelNotSupportedError(f"model {requested!r} is a {info.kind} model, not a {kind} model", "model")
         return info
 
     async def embedding_model(self, model_id: str) -> ModelInfo:
         """A loaded embedding model, loading a built-in one beside the others if need be (param ``model``)."""
+        model_id = self.alias_of(model_id)
         info = self._models.get(model_id)
         if info is None:
             if model_id not in self._backend.builtin_models():

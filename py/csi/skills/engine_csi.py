@@ -1,5 +1,6 @@
-"""``Csi`` served by the engine and its services through the pharia faces (their own request
-checks), one blocking call per batch.
+"""pharia-skill's ``Csi`` served by the engine and its services through the pharia faces (their own
+request checks): the SDK's convenience methods (``chat``, ``chat_stream`` with its tool loop,
+``search``, ...) are the SDK's own, built on the primitives implemented here.
 
 A skill is plain synchronous Python, the engine is async. ``run_sync`` bridges the two: in the
 worker it is Pyodide's ``run_sync`` (JS promise integration suspends the skill's stack while the
@@ -10,28 +11,47 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..core.scope import Scope
-from ..faces.pharia import inference, text
-from ..index.types import PathBatch, SearchBatch
-from ..sdk.chunking import Chunk, ChunkRequest
-from ..sdk.csi import Csi
-from ..sdk.document_index import (
-    Document,
-    DocumentPath,
-    JsonSerializable,
-    SearchRequest,
-    SearchResult,
-)
-from ..sdk.inference import (
+from pharia_skill import (
+    ChatParams,
     ChatRequest,
     ChatResponse,
+    ChatStreamResponse,
+    Chunk,
+    ChunkRequest,
     Completion,
+    CompletionParams,
     CompletionRequest,
+    CompletionStreamResponse,
+    Csi,
+    Document,
+    DocumentPath,
+    ExplanationRequest,
+    InvokeRequest,
+    JsonSerializable,
+    Language,
+    Message,
+    SearchRequest,
+    SearchResult,
+    SelectLanguageRequest,
+    TextScore,
+    Tool,
+    ToolError,
+    ToolOutput,
+    ToolResult,
+    TopLogprobs,
 )
-from ..sdk.language import Language, SelectLanguageRequest
-from ..wire import parse_batch
+from pharia_skill.csi.inference.tool import add_tools_to_system_prompt
+
+from ..core import request as core
+from ..core.scope import Scope
+from ..core.tools import ToolFormat, tool_grammar
+from ..errors import CsiError, NotSupportedError, SkillInterrupt
+from ..faces.pharia import inference, text
+from ..index.types import PathBatch, SearchBatch
+from ..wire import parse_batch, parse_request
 from .interrupts import checkpoint
 from .sdk_wire import (
     chat_request_wire,
@@ -41,8 +61,10 @@ from .sdk_wire import (
     completion_request_wire,
     document_from_wire,
     path_wire,
+    search_request_wire,
     search_result_from_wire,
 )
+from .streams import EngineChatStream, EngineCompletionStream, EngineEvents
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -52,6 +74,26 @@ if TYPE_CHECKING:
     from ..text.services import TextServices
 
 RunSync = Callable[[Awaitable[Any]], Any]
+
+SDK_TOOL_CALL = ToolFormat("pharia-skill", "{", '{"type": "function", "function": {"name": {name}, "parameters": ',
+                           "}}", template_renders_tools=False)
+"""How the SDK reads a tool call (``parse_tool_call``): the reply is one JSON object naming the
+function. With tools in play, a reply that starts with ``{`` must be such a call, with arguments
+valid under the tool's schema; any other reply is free text."""
+
+
+class ToolSpecLike(Protocol):
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class ToolBox(Protocol):
+    """The tools skills may call (``csi.skills.page_tools.ToolRegistry``)."""
+
+    def list(self) -> Sequence[ToolSpecLike]: ...
+
+    async def invoke(self, name: str, arguments: Any, scope: Scope | None = None) -> list[str]: ...
 
 
 def loop_run_sync(loop: asyncio.AbstractEventLoop) -> RunSync:
@@ -70,21 +112,23 @@ def loop_run_sync(loop: asyncio.AbstractEventLoop) -> RunSync:
 
 
 class EngineCsi(Csi):
-    """The CSI over the engine, the text services and the document index (built on first use);
-    every call validates like the page-facing faces do."""
+    """The CSI over the engine, the text services, the document index (built on first use) and the
+    tools; every call validates like the page-facing faces do."""
 
     def __init__(self, engine: Engine, text: TextServices, index: Callable[[], DocumentIndex],
-                 run_sync: RunSync, scope: Scope | None = None) -> None:
+                 run_sync: RunSync, scope: Scope | None = None, tools: ToolBox | None = None) -> None:
         self.engine = engine
         self.text = text
         self._index = index
         self._run = run_sync
         self.scope = scope
         """The message the calls serve (a skill run's): cancelling it cancels them."""
+        self.tools = tools
+        self._open: list[EngineEvents] = []
 
     def scoped(self, scope: Scope) -> EngineCsi:
-        """The same CSI, its calls serving ``scope``."""
-        return EngineCsi(self.engine, self.text, self._index, self._run, scope)
+        """The same CSI, its calls serving ``scope`` (and its streams its own)."""
+        return EngineCsi(self.engine, self.text, self._index, self._run, scope, self.tools)
 
     @property
     def index(self) -> DocumentIndex:
@@ -96,21 +140,91 @@ class EngineCsi(Csi):
 
         return index
 
+    # ---- streams: one generation per model at a time, so an open stream is read whole before the
+    # skill's next inference call rather than left holding the model
+
+    def _free_models(self) -> None:
+        for events in self._open:
+            events.drain()
+        self._open = [e for e in self._open if not e.done]
+
+    def close_streams(self) -> None:
+        """End the streams the skill left unread (when its run ends)."""
+        interrupted: SkillInterrupt | None = None
+        for events in self._open:
+            try:
+                events.close()
+            except SkillInterrupt as exc:  # the run is due: still close the others
+                interrupted = exc
+        self._open = []
+        if interrupted is not None:
+            raise interrupted
+
+    def _events(self, make: Callable[[], core.GenerationRequest], top: int | None) -> EngineEvents:
+        self._free_models()
+
+        async def accept() -> Any:
+            return self.engine.generate(make(), self.scope)
+
+        events = EngineEvents(self._run(accept()), self._run, top)
+        self._open.append(events)
+        return events
+
+    # ---- inference
+
     def complete_concurrent(self, requests: Sequence[CompletionRequest]) -> list[Completion]:
+        self._free_models()
         out = self._run(inference.complete(self.engine, parse_batch(
             inference.CompleteBatch, [completion_request_wire(r) for r in requests]), self.scope))
         return [completion_from_wire(d) for d in out]
 
     def chat_concurrent(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
+        self._free_models()
         batch = parse_batch(inference.ChatBatch, [chat_request_wire(r) for r in requests])
         out = self._run(inference.chat(self.engine, batch, self.scope))
-        return [chat_response_from_wire(d, r.params.response_format) for d, r in zip(out, requests, strict=True)]
+        return [chat_response_from_wire(d) for d in out]
 
-    def chunk_concurrent(self, requests: Sequence[ChunkRequest]) -> list[list[str]]:
-        return self._run(text.chunk(self.text, parse_batch(text.ChunkBatch, [chunk_request_wire(r) for r in requests])))
+    def _completion_stream(self, model: str, prompt: str, params: CompletionParams) -> CompletionStreamResponse:
+        request = parse_request(inference.CompletionRequest, completion_request_wire(
+            CompletionRequest(model, prompt, params)))
+        return EngineCompletionStream(self._events(request.to_generation_request, _top(params)))
 
-    def chunk_with_offsets_concurrent(self, requests: Sequence[ChunkRequest]) -> list[list[Chunk]]:
-        wire = [{**chunk_request_wire(r), "character_offsets": True} for r in requests]
+    def _chat_stream(self, model: str, messages: list[Message], params: ChatParams) -> ChatStreamResponse:
+        return self._chat_events(model, messages, params, None)
+
+    def chat_stream_step(self, model: str, messages: list[Message], params: ChatParams | None = None,
+                         tools: list[Tool] | None = None) -> ChatStreamResponse:
+        """The SDK's step (tools written into the system prompt its way), decoded under a grammar:
+        a reply that starts a JSON object is a call of one of ``tools`` in the form the SDK parses,
+        with arguments valid under the tool's schema."""
+        params = params or ChatParams()
+        if not tools:
+            return self._chat_stream(model, messages, params)
+        return self._chat_events(model, add_tools_to_system_prompt(messages, tools), params, tools)
+
+    def _chat_events(self, model: str, messages: list[Message], params: ChatParams,
+                     tools: list[Tool] | None) -> ChatStreamResponse:
+        request = parse_request(inference.ChatRequest, chat_request_wire(ChatRequest(model, messages, params)))
+
+        def make() -> core.GenerationRequest:
+            generation = request.to_generation_request()
+            if not tools:
+                return generation
+            grammar = tool_grammar(tuple(core.Tool(t.name, t.description, t.input_schema) for t in tools),
+                                   "auto", False, SDK_TOOL_CALL)
+            sampling = replace(generation.params.sampling, grammar=grammar)
+            return replace(generation, params=replace(generation.params, sampling=sampling))
+
+        return EngineChatStream(self._events(make, _top(params)))
+
+    def explain_concurrent(self, requests: Sequence[ExplanationRequest]) -> list[list[TextScore]]:
+        raise NotSupportedError("`explain` is not supported by csi-web's engine: it has no attention "
+                                "manipulation to attribute a completion to parts of its prompt", "explain")
+
+    # ---- text
+
+    def chunk_concurrent(self, requests: Sequence[ChunkRequest]) -> list[list[Chunk]]:
+        wire = [chunk_request_wire(r) for r in requests]
         out = self._run(text.chunk_with_offsets(self.text, parse_batch(text.ChunkWithOffsetBatch, wire)))
         return [[Chunk(c["text"], c["character_offset"]) for c in chunks] for chunks in out]
 
@@ -119,8 +233,10 @@ class EngineCsi(Csi):
         out = self._run(text.select_language(self.text, parse_batch(text.SelectLanguageBatch, wire)))
         return [None if code is None else Language(code) for code in out]
 
+    # ---- document index
+
     def search_concurrent(self, requests: Sequence[SearchRequest]) -> list[list[SearchResult]]:
-        batch = parse_batch(SearchBatch, [r.wire() for r in requests])
+        batch = parse_batch(SearchBatch, [search_request_wire(r) for r in requests])
         out = self._run(self._index_face.search(self.index, batch, self.scope))
         return [[search_result_from_wire(d) for d in results] for results in out]
 
@@ -130,6 +246,40 @@ class EngineCsi(Csi):
         return [document_from_wire(d) for d in out]
 
     def documents_metadata(self, document_paths: Sequence[DocumentPath]) -> list[JsonSerializable]:
-        return self._run(self._index_face.document_metadata(
+        result: list[JsonSerializable] = self._run(self._index_face.document_metadata(
             self.index, parse_batch(PathBatch, [path_wire(p) for p in document_paths])))
+        return result
+
+    # ---- tools
+
+    def list_tools(self) -> list[Tool]:
+        return [Tool(t.name, t.description, t.input_schema) for t in (self.tools.list() if self.tools else [])]
+
+    def invoke_tool_concurrent(self, requests: Sequence[InvokeRequest]) -> list[ToolResult]:
+        """Each call's output, or a ``ToolError`` when the tool itself failed; an unknown tool or
+        arguments its schema refuses are typed errors (``InvalidInputError`` naming the field)."""
+        if self.tools is None:
+            raise NotSupportedError("no tools are available here", "name")
+        tools = self.tools
+
+        async def invoke_all() -> list[ToolResult]:
+            out: list[ToolResult] = []
+            for r in requests:
+                try:
+                    out.append(ToolOutput(await tools.invoke(r.name, r.arguments, self.scope)))
+                except CsiError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - the tool's own failure goes to the skill
+                    out.append(ToolError(getattr(exc, "message", None) or str(exc) or type(exc).__name__))
+            return out
+
+        results: list[ToolResult] = self._run(invoke_all())
+        return results
+
+
+def _top(params: CompletionParams | ChatParams) -> int | None:
+    if params.logprobs == "no":
+        return None
+    return params.logprobs.top if isinstance(params.logprobs, TopLogprobs) else 0
+
 

@@ -12,20 +12,22 @@ import sys
 import time
 import traceback
 import types
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from json import dumps, loads
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core.engine import Engine
 from ..core.host import SkillStore
 from ..core.scope import Scope
 from ..errors import CsiError, InternalError, InvalidInputError, SkillError, SkillInterrupt, blame
-from ..sdk.skill import Skill
 from . import interrupts
 from .engine_csi import EngineCsi
 from .interrupts import SkillRun, run_marked
+from .loaded import LoadedSkill, find_skill
+
+T = TypeVar("T")
 
 EXAMPLES = {
     "summarize": "csi.skills.examples.summarize",
@@ -39,11 +41,11 @@ MAX_SOURCE_CHARS = 1024 * 1024
 MAX_TIME_LIMIT_MS = 24 * 3600 * 1000
 
 # Runs a skill body (which needs a Csi) without blocking the engine's event loop.
-SkillRunner = Callable[[Callable[[EngineCsi], bytes]], Awaitable[bytes]]
+SkillRunner = Callable[[Callable[[EngineCsi], Any]], Awaitable[Any]]
 
 
-def load_skill_source(name: str, source: str, run: SkillRun | None = None) -> Skill[Any, Any]:
-    """Execute ``source`` as a fresh module and return its one ``@skill``.
+def load_skill_source(name: str, source: str, run: SkillRun | None = None) -> LoadedSkill:
+    """Execute ``source`` as a fresh module and return its one ``@skill`` or ``@message_stream``.
 
     Syntax errors, failing imports and anything else the module raises while loading come back as
     ``InvalidInputError`` (param ``source``) with the line number; so does a module still loading
@@ -51,7 +53,7 @@ def load_skill_source(name: str, source: str, run: SkillRun | None = None) -> Sk
     """
     filename = f"<skill {name}>"
     try:
-        code = compile(source, filename, "exec")
+        code = compile(source, filename, "exec", dont_inherit=True)  # not our __future__ imports
     except SyntaxError as exc:
         raise InvalidInputError(f"line {exc.lineno}: SyntaxError: {exc.msg}", "source") from None
     module_name = f"csi_user_skill_{re.sub(r'[^A-Za-z0-9_]', '_', name)}"
@@ -76,15 +78,16 @@ def load_skill_source(name: str, source: str, run: SkillRun | None = None) -> Sk
             raise InvalidInputError(f"{where}the module was interrupted while loading: {exc.reason}",
                                     "source") from None
         raise InvalidInputError(f"{where}{type(exc).__name__}: {exc}", "source") from None
-    found = [v for v in vars(module).values() if isinstance(v, Skill)]
-    if len(found) != 1:
-        raise InvalidInputError(f"the source must define exactly one @skill; it defines {len(found)}", "source")
-    return found[0]
+    found = find_skill(module)
+    if found is None:
+        raise InvalidInputError("the source must define one function decorated with pharia_skill's @skill or "
+                                "@message_stream; it defines none", "source")
+    return found
 
 
 @dataclass
 class _Entry:
-    skill: Skill[Any, Any] | None
+    skill: LoadedSkill | None
     builtin: bool
     error: str | None = None
 
@@ -132,8 +135,7 @@ class SkillRegistry:
         if self._loaded:
             return
         for name, module in EXAMPLES.items():
-            found = [v for v in vars(importlib.import_module(module)).values() if isinstance(v, Skill)]
-            self._entries[name] = _Entry(found[0], builtin=True)
+            self._entries[name] = _Entry(find_skill(importlib.import_module(module)), builtin=True)
         for name, source in (await self.store.stored_skills()).items():
             try:
                 self._entries[name] = _Entry(load_skill_source(name, source), builtin=False)
@@ -141,7 +143,7 @@ class SkillRegistry:
                 self._entries[name] = _Entry(None, builtin=False, error=exc.message)
         self._loaded = True
 
-    def _get(self, name: Any) -> Skill[Any, Any]:
+    def _get(self, name: Any) -> LoadedSkill:
         entry = self._entries.get(name) if isinstance(name, str) else None
         if entry is None:
             raise InvalidInputError(f"there is no skill named {name!r}", "name")
@@ -167,18 +169,49 @@ class SkillRegistry:
             skill = load_skill_source(name, source, run)
         await self.store.store_skill(name, source)
         self._entries[name] = _Entry(skill, builtin=False)
-        return {"name": name, **skill.metadata().to_dict()}
+        return {"name": name, **skill.metadata()}
 
     async def list(self) -> list[dict[str, Any]]:
         """Every skill: name, description, whether it is built in, and a load error if any."""
         await self._ensure_loaded()
         return [{"name": name, "description": e.skill.description if e.skill else None,
-                 "builtin": e.builtin, "error": e.error} for name, e in sorted(self._entries.items())]
+                 "kind": e.skill.kind if e.skill else None, "builtin": e.builtin, "error": e.error}
+                for name, e in sorted(self._entries.items())]
 
     async def metadata(self, name: Any) -> dict[str, Any]:
         """Seed 001 ``metadata``: description and JSON schemas (as JSON values)."""
         await self._ensure_loaded()
-        return self._get(name).metadata().to_dict()
+        return self._get(name).metadata()
+
+    def _input(self, input: Any) -> bytes:
+        try:
+            return dumps(input).encode()
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"the input is not JSON: {exc}", "input") from None
+
+    async def _call(self, skill: LoadedSkill, time_limit_ms: Any, scope: Scope | None,
+                    body: Callable[[EngineCsi], T]) -> T:
+        """Run ``body`` (the skill, given its CSI) under the call's time limit and scope; the streams
+        it left open are closed when it ends. Errors come out typed."""
+        try:
+            with self._running(skill.name, time_limit_ms, scope) as (run, scoped), \
+                    blame("input", only=(InvalidInputError,)):  # the input did not validate
+
+                def marked(csi: EngineCsi) -> T:
+                    own = csi.scoped(scoped)
+                    try:
+                        return run_marked(run, lambda: body(own))
+                    finally:
+                        own.close_streams()
+
+                result: T = await self.runner(marked)
+                return result
+        except CsiError:
+            raise
+        except SkillInterrupt as exc:  # due before or after the skill's own code (input, output)
+            raise SkillError(f"skill {skill.name} was interrupted: {exc.reason}") from None
+        except Exception as exc:  # the runner itself failed
+            raise InternalError(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}") from None
 
     async def run(self, name: Any, input: Any, time_limit_ms: Any = None, scope: Scope | None = None) -> Any:
         """Seed 001 ``run`` with JSON values: the input is validated, the output returned as JSON.
@@ -186,21 +219,45 @@ class SkillRegistry:
         skill's CSI calls serve ``scope`` (cancelling it cancels them)."""
         await self._ensure_loaded()
         skill = self._get(name)
+        if skill.kind != "skill":
+            raise InvalidInputError(f"skill {name!r} is a @message_stream skill: stream it "
+                                    "(engine.skills.stream)", "name")
+        data = self._input(input)
+        return loads(await self._call(skill, time_limit_ms, scope, lambda csi: skill.run(csi, data)))
+
+    async def stream(self, name: Any, input: Any, time_limit_ms: Any = None,
+                     scope: Scope | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Run a ``@message_stream`` skill: its ``message_begin`` / ``message_append`` /
+        ``message_end`` events, each as the skill writes it. Errors (bad input, the skill raising,
+        its time limit, a cancel) end the stream."""
+        await self._ensure_loaded()
+        skill = self._get(name)
+        if skill.kind != "message_stream":
+            raise InvalidInputError(f"skill {name!r} is a @skill, not a @message_stream skill: run it "
+                                    "(engine.skills.run)", "name")
+        data = self._input(input)
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+        def emit(event: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, event)
+
+        task = asyncio.ensure_future(self._call(skill, time_limit_ms, scope,
+                                                lambda csi: skill.stream(csi, data, emit)))
+        task.add_done_callback(lambda _: loop.call_soon_threadsafe(queue.put_nowait, None))
+        return self._events(queue, task, scope)
+
+    async def _events(self, queue: asyncio.Queue[dict[str, Any] | None], task: asyncio.Future[None],
+                      scope: Scope | None) -> AsyncIterator[dict[str, Any]]:
         try:
-            data = dumps(input).encode()
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"the input is not JSON: {exc}", "input") from None
-        try:
-            with self._running(skill.name, time_limit_ms, scope) as (run, scoped), \
-                    blame("input", only=(InvalidInputError,)):  # the input did not validate
-                out = await self.runner(lambda csi: run_marked(run, lambda: skill.run(csi.scoped(scoped), data)))
-        except CsiError:
-            raise
-        except SkillInterrupt as exc:  # due before or after the skill's own code (input, output)
-            raise SkillError(f"skill {skill.name} was interrupted: {exc.reason}") from None
-        except Exception as exc:  # the runner itself failed
-            raise InternalError(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}") from None
-        return loads(out)
+            while (event := await queue.get()) is not None:
+                yield event
+            task.result()
+        finally:
+            if not task.done():  # the reader went away: the skill's calls end, then the skill
+                if scope is not None and scope.request_id is not None:
+                    self.engine.abort(scope.request_id)
+                task.cancel()
 
     async def remove(self, name: Any) -> None:
         """Forget a registered skill (built-in examples stay)."""

@@ -1,36 +1,45 @@
-"""The SDK's types to and from the JSON shapes the pharia faces take and give (seed 001, in
-snake_case): what the engine-backed ``Csi`` sends and reads back. The SDK itself stays free of them."""
+"""pharia-skill's types to and from the JSON shapes the pharia faces take and give (seed 001, in
+snake_case): what the engine-backed ``Csi`` sends and reads back."""
 
 from __future__ import annotations
 
-import json
+import datetime as dt
 from typing import Any
 
-from pydantic import BaseModel
-
-from ..sdk.chunking import ChunkRequest
-from ..sdk.document_index import Cursor, Document, DocumentPath, Image, Modality, SearchResult, Text
-from ..sdk.inference import (
+from pharia_skill import (
     ChatRequest,
     ChatResponse,
+    ChunkRequest,
     Completion,
     CompletionRequest,
+    Cursor,
     Distribution,
+    Document,
+    DocumentPath,
     FinishReason,
-    JsonSchema,
+    Image,
     Logprob,
     Logprobs,
     Message,
-    ResponseFormat,
+    MetadataFilter,
+    Modality,
     Role,
+    SearchFilter,
+    SearchRequest,
+    SearchResult,
+    Text,
     TokenUsage,
-    ToolCall,
     TopLogprobs,
+    With,
+    WithOneOf,
+    Without,
 )
+
+from ..errors import AbortError
 
 # ---- inference ------------------------------------------------------------------------------------
 
-def _logprobs_wire(value: Logprobs) -> Any:
+def logprobs_wire(value: Logprobs) -> Any:
     return {"top": value.top} if isinstance(value, TopLogprobs) else value
 
 
@@ -40,83 +49,57 @@ def completion_request_wire(r: CompletionRequest) -> dict[str, Any]:
         "max_tokens": p.max_tokens, "temperature": p.temperature, "top_k": p.top_k, "top_p": p.top_p,
         "stop": list(p.stop), "return_special_tokens": p.return_special_tokens,
         "frequency_penalty": p.frequency_penalty, "presence_penalty": p.presence_penalty,
-        "logprobs": _logprobs_wire(p.logprobs)}}
+        "logprobs": logprobs_wire(p.logprobs)}}
 
 
-def _response_format_wire(value: ResponseFormat | None) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return {"type": value}
-    if isinstance(value, JsonSchema):
-        spec = {"name": value.name, "schema": value.schema, "description": value.description}
-        return {"type": "json_schema", "json_schema": {k: v for k, v in spec.items() if v is not None}}
-    return {"type": "json_schema", "json_schema": {"name": value.__name__, "schema": value.model_json_schema(),
-                                                   "strict": True}}
-
-
-def _message_wire(m: Message) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": Role(m.role).value, "content": m.content}
-    if m.tool_calls:
-        out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": json.dumps(c.arguments)} for c in m.tool_calls]
-    if m.tool_call_id is not None:
-        out["tool_call_id"] = m.tool_call_id
-    return out
+def message_wire(m: Message) -> dict[str, Any]:
+    return {"role": Role(m.role).value, "content": m.content}
 
 
 def chat_request_wire(r: ChatRequest) -> dict[str, Any]:
     p = r.params
-    params: dict[str, Any] = {
+    return {"model": r.model, "messages": [message_wire(m) for m in r.messages], "params": {
         "max_tokens": p.max_tokens, "temperature": p.temperature, "top_p": p.top_p,
         "frequency_penalty": p.frequency_penalty, "presence_penalty": p.presence_penalty,
-        "logprobs": _logprobs_wire(p.logprobs)}
-    if p.response_format is not None:
-        params["response_format"] = _response_format_wire(p.response_format)
-    if p.tools:
-        params["tools"] = [{k: v for k, v in vars(t).items() if v is not None} for t in p.tools]
-    if p.tool_choice is not None:
-        params["tool_choice"] = p.tool_choice if p.tool_choice in ("none", "auto", "required") else {
-            "name": p.tool_choice}
-    return {"model": r.model, "messages": [_message_wire(m) for m in r.messages], "params": params}
+        "logprobs": logprobs_wire(p.logprobs)}}
 
 
-def _distributions(raw: list[dict[str, Any]]) -> list[Distribution]:
+def distributions(raw: list[dict[str, Any]]) -> list[Distribution]:
     def lp(d: dict[str, Any]) -> Logprob:
         return Logprob(bytes(d["token"]), float(d["logprob"]))
 
     return [Distribution(lp(d["sampled"]), [lp(t) for t in d["top"]]) for d in raw]
 
 
+def finish_reason(raw: str) -> FinishReason:
+    """The SDK's finish reason (stop, length, content_filter). It has no word for a generation cut
+    by a cancel or ``interruptGenerate()``: that call raises ``AbortError`` instead (inside a skill
+    run, the run is interrupted there anyway)."""
+    if raw == "abort":
+        raise AbortError("the generation was cut short by a cancel or interruptGenerate()", "model")
+    return FinishReason(raw)
+
+
+def usage(d: dict[str, Any]) -> TokenUsage:
+    return TokenUsage(d["usage"]["prompt"], d["usage"]["completion"])
+
+
 def completion_from_wire(d: dict[str, Any]) -> Completion:
-    return Completion(d["text"], FinishReason(d["finish_reason"]), _distributions(d["logprobs"]),
-                      TokenUsage(d["usage"]["prompt"], d["usage"]["completion"]))
+    return Completion(d["text"], finish_reason(d["finish_reason"]), distributions(d["logprobs"]), usage(d))
 
 
-def chat_response_from_wire(d: dict[str, Any], response_format: ResponseFormat | None = None) -> ChatResponse:
+def chat_response_from_wire(d: dict[str, Any]) -> ChatResponse:
     m = d["message"]
-    calls = [ToolCall(c["id"], c["name"], _arguments(c["arguments"])) for c in m.get("tool_calls") or []] or None
-    message = Message(Role(m["role"]), m["content"], calls)
-    finish = FinishReason(d["finish_reason"])
-    if isinstance(response_format, type) and issubclass(response_format, BaseModel) and finish == FinishReason.STOP:
-        message.parsed = response_format.model_validate_json(m["content"])
-    return ChatResponse(message, finish, _distributions(d["logprobs"]),
-                        TokenUsage(d["usage"]["prompt"], d["usage"]["completion"]))
-
-
-def _arguments(text: str) -> dict[str, Any]:
-    """A call's arguments; a call cut short by ``max_tokens`` keeps its text under ``"_raw"``."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {"_raw": text}
-    return value if isinstance(value, dict) else {"_raw": text}
+    message = Message(Role(m["role"]), m["content"] or "")
+    return ChatResponse(message, finish_reason(d["finish_reason"]), distributions(d["logprobs"]), usage(d))
 
 
 # ---- chunking -------------------------------------------------------------------------------------
 
-def chunk_request_wire(r: ChunkRequest) -> dict[str, object]:
+def chunk_request_wire(r: ChunkRequest) -> dict[str, Any]:
     p = r.params
-    return {"text": r.text, "params": {"model": p.model, "max_tokens": p.max_tokens, "overlap": p.overlap}}
+    return {"text": r.text, "params": {"model": p.model, "max_tokens": p.max_tokens, "overlap": p.overlap},
+            "character_offsets": True}
 
 
 # ---- document index -------------------------------------------------------------------------------
@@ -127,6 +110,30 @@ def path_wire(p: DocumentPath) -> dict[str, str]:
 
 def path_from_wire(d: dict[str, Any]) -> DocumentPath:
     return DocumentPath(d["namespace"], d["collection"], d["name"])
+
+
+def _condition_wire(f: MetadataFilter) -> dict[str, Any]:
+    name = type(f.condition).__json_name__  # type: ignore[union-attr]
+    if name == "is_null":
+        return {"field": f.field, "condition": "is_null"}
+    value = f.condition.value
+    if isinstance(value, dt.datetime):
+        value = value.isoformat()
+    return {"field": f.field, "condition": {name: value}}
+
+
+_FILTER_KINDS: dict[type, str] = {Without: "without", With: "with_all", WithOneOf: "with_one_of"}
+
+
+def filter_wire(f: SearchFilter) -> dict[str, Any]:
+    return {_FILTER_KINDS[type(f)]: [_condition_wire(m) for m in f.value]}
+
+
+def search_request_wire(r: SearchRequest) -> dict[str, Any]:
+    p = r.index_path
+    return {"index_path": {"namespace": p.namespace, "collection": p.collection, "index": p.index},
+            "query": r.query, "max_results": r.max_results, "min_score": r.min_score,
+            "filters": [filter_wire(f) for f in r.filters]}
 
 
 def search_result_from_wire(d: dict[str, Any]) -> SearchResult:

@@ -22,22 +22,27 @@ class TextServices:
     """The CSI ``chunking`` and ``language`` interfaces; errors name their own arguments."""
 
     def __init__(self, backend: TokenCounting, languages: LanguageSource,
-                 loaded_models: Callable[[], Collection[str]]) -> None:
+                 loaded_models: Callable[[], Collection[str]],
+                 alias_of: Callable[[str], str] = lambda name: name) -> None:
         self.backend = backend
+        self._alias_of = alias_of
         self.language_source = languages
         self._loaded_models = loaded_models
         self._languages: LanguageModels | None = None
 
-    async def _ensure_tokenizer(self, model_id: str) -> None:
+    async def _ensure_tokenizer(self, model_id: str) -> str:
+        """The model id whose tokenizer counts for ``model_id`` (an alias's target), loaded."""
+        model_id = self._alias_of(model_id)
         known = set(self._loaded_models()) | set(self.backend.builtin_models())
         if model_id not in known:
             raise ModelNotSupportedError(
                 f"model {model_id!r} is neither loaded nor built in (known: {', '.join(sorted(known))})", "model")
         await self.backend.load_tokenizer(model_id)
+        return model_id
 
     async def chunk(self, text: str, model: str, max_tokens: int, overlap: int) -> list[tuple[int, str]]:
         """``text`` in chunks of at most ``max_tokens`` tokens of ``model``: (character offset, chunk)."""
-        await self._ensure_tokenizer(model)
+        model = await self._ensure_tokenizer(model)
 
         def count(texts: list[str]) -> list[int]:
             return self.backend.count_tokens(model, texts)

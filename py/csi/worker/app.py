@@ -105,7 +105,9 @@ class WorkerApp:
             if route.mode == "stream" and not isinstance(result, BaseModel):
                 head = '{"id":' + dumps(request_id) + ',"type":"chunk","chunk":'
                 async for chunk in result:
-                    self._post(head + chunk.model_dump_json() + "}")
+                    body = chunk.model_dump_json() if isinstance(chunk, BaseModel) else \
+                        dumps(chunk, separators=(",", ":"), allow_nan=False)
+                    self._post(head + body + "}")
                 result = None
             elif isinstance(result, BaseModel):
                 result = result.model_dump(mode="json")

@@ -44,6 +44,31 @@ class SkillRunRequest(Strict):
     """How long the skill may run, from its start (``None``: no limit)."""
 
 
+class SkillStreamRequest(Strict):
+    """``skills_stream``: run the ``@message_stream`` skill ``name`` on ``input``, pushing its events."""
+
+    name: str
+    input: JsonValue = None
+    time_limit_ms: float | None = None
+    """How long the skill may run, from its start (``None``: no limit)."""
+
+
+class SkillEvent(Strict):
+    """One item a streaming skill wrote: ``message_begin`` (with ``role``), ``message_append``
+    (with ``text``) or ``message_end`` (with ``payload``, the skill's end payload as JSON)."""
+
+    type: Literal["message_begin", "message_append", "message_end"]
+    role: str | None = None
+    text: str | None = None
+    payload: JsonValue = None
+
+
+class ModelAliasesRequest(Strict):
+    """``set_model_aliases``: model names skills and requests may use -> the loaded model that serves them."""
+
+    aliases: dict[str, str]
+
+
 class CancelRequest(Strict):
     """``cancel``: end the request whose id is ``target``."""
 

@@ -28,7 +28,16 @@ from ..faces.openai import serving as openai
 from ..faces.pharia import index, inference, text
 from ..index import types as index_types
 from ..wire import parse_batch, parse_request
-from .requests import CancelRequest, LoadRequest, SkillName, SkillRegisterRequest, SkillRunRequest
+from .requests import (
+    CancelRequest,
+    LoadRequest,
+    ModelAliasesRequest,
+    SkillEvent,
+    SkillName,
+    SkillRegisterRequest,
+    SkillRunRequest,
+    SkillStreamRequest,
+)
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -140,7 +149,10 @@ ROUTES: dict[str, Route] = {
     "skills_metadata": Route(lambda c, r: c.runtime.skills.metadata(r.name), "whole", SkillName),
     "skills_run": Route(lambda c, r: c.runtime.skills.run(r.name, r.input, r.time_limit_ms, c.scope), "whole",
                         SkillRunRequest),
+    "skills_stream": Route(lambda c, r: c.runtime.skills.stream(r.name, r.input, r.time_limit_ms, c.scope), "stream",
+                           SkillStreamRequest, chunk=SkillEvent),
     "skills_remove": Route(lambda c, r: c.runtime.skills.remove(r.name), "whole", SkillName),
+    "set_model_aliases": Route(lambda c, r: c.runtime.engine.set_aliases(r.aliases), "whole", ModelAliasesRequest),
     # engine state
     "reset_chat": Route(lambda c, _: c.runtime.engine.reset_chat(), "whole"),
     "unload": Route(lambda c, _: c.runtime.engine.unload(), "whole"),

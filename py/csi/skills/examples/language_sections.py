@@ -1,10 +1,8 @@
 """Example skill: split a text into chunks with offsets and tell the language of each."""
 
-from __future__ import annotations
 
+from pharia_skill import ChunkParams, Csi, Language, SelectLanguageRequest, skill
 from pydantic import BaseModel, Field
-
-from csi.sdk import ChunkParams, ChunkRequest, Csi, Language, SelectLanguageRequest, skill
 
 
 class Input(BaseModel):
@@ -27,7 +25,8 @@ class Output(BaseModel):
 @skill
 def language_sections(csi: Csi, input: Input) -> Output:
     """Sections of a multilingual text, each with its detected language."""
-    [chunks] = csi.chunk_with_offsets_concurrent([ChunkRequest(input.text, ChunkParams(input.model, input.max_tokens))])
+    chunks = csi.chunk(input.text, ChunkParams(input.model, input.max_tokens))
     found = csi.select_language_concurrent([SelectLanguageRequest(c.text, input.languages) for c in chunks])
-    sections = [Section(offset=c.offset, text=c.text, language=lang) for c, lang in zip(chunks, found, strict=True)]
+    sections = [Section(offset=c.character_offset, text=c.text, language=lang)
+                for c, lang in zip(chunks, found, strict=True)]
     return Output(sections=sections)

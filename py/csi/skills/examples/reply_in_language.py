@@ -1,10 +1,8 @@
 """Example skill: find the language of a message, then answer in that language."""
 
-from __future__ import annotations
 
+from pharia_skill import ChatParams, Csi, Language, Message, skill
 from pydantic import BaseModel, Field
-
-from csi.sdk import ChatParams, Csi, Language, Message, skill
 
 
 class Input(BaseModel):

@@ -1,10 +1,8 @@
 """Example skill: search a document index, then answer a question from the sections found."""
 
-from __future__ import annotations
 
+from pharia_skill import ChatParams, Csi, IndexPath, Message, SearchResult, skill
 from pydantic import BaseModel, Field
-
-from csi.sdk import ChatParams, Csi, IndexPath, Message, SearchResult, skill
 
 NOTHING_FOUND = "I found nothing in the documents about this."
 SYSTEM = ("You answer questions using only the numbered sections of documents you are given. "

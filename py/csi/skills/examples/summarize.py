@@ -1,10 +1,8 @@
 """Example skill: chunk a long text with the model's tokenizer, then complete a summary per chunk."""
 
-from __future__ import annotations
 
+from pharia_skill import ChatParams, ChatRequest, ChunkParams, Csi, Message, skill
 from pydantic import BaseModel, Field
-
-from csi.sdk import ChatParams, ChatRequest, ChunkParams, Csi, Message, skill
 
 SYSTEM = "Summarize the text you are given in one short sentence."
 
@@ -26,6 +24,6 @@ def summarize(csi: Csi, input: Input) -> Output:
     """Summarize a text of any length: one greedy one-sentence summary per chunk, joined."""
     chunks = csi.chunk(input.text, ChunkParams(input.model, max_tokens=input.chunk_tokens))
     params = ChatParams(max_tokens=input.summary_tokens, temperature=0.0)
-    requests = [ChatRequest(input.model, [Message.system(SYSTEM), Message.user(c)], params) for c in chunks]
+    requests = [ChatRequest(input.model, [Message.system(SYSTEM), Message.user(c.text)], params) for c in chunks]
     lines = [" ".join((r.message.content or "").split()) for r in csi.chat_concurrent(requests)]
     return Output(summary=" ".join(line for line in lines if line), chunks=len(chunks))
