@@ -10,8 +10,9 @@ engine works); in CPython it waits on an event loop running in another thread.
 from __future__ import annotations
 
 import asyncio
+import builtins
+import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pharia_skill import (
@@ -43,11 +44,9 @@ from pharia_skill import (
     ToolResult,
     TopLogprobs,
 )
-from pharia_skill.csi.inference.tool import add_tools_to_system_prompt
 
-from ..core import request as core
+from ..core.request import GenerationRequest
 from ..core.scope import Scope
-from ..core.tools import ToolFormat, tool_grammar
 from ..errors import CsiError, NotSupportedError, SkillInterrupt
 from ..faces.pharia import inference, text
 from ..index.types import PathBatch, SearchBatch
@@ -60,6 +59,7 @@ from .sdk_wire import (
     completion_from_wire,
     completion_request_wire,
     document_from_wire,
+    message_wire,
     path_wire,
     search_request_wire,
     search_result_from_wire,
@@ -75,11 +75,30 @@ if TYPE_CHECKING:
 
 RunSync = Callable[[Awaitable[Any]], Any]
 
-SDK_TOOL_CALL = ToolFormat("pharia-skill", "{", '{"type": "function", "function": {"name": {name}, "parameters": ',
-                           "}}", template_renders_tools=False)
-"""How the SDK reads a tool call (``parse_tool_call``): the reply is one JSON object naming the
-function. With tools in play, a reply that starts with ``{`` must be such a call, with arguments
-valid under the tool's schema; any other reply is free text."""
+PYTHON_TAG = "<|python_tag|>"
+
+
+def tool_history(messages: list[Message]) -> list[dict[str, Any]]:
+    """The conversation as the chat face takes it, with the SDK's tool turns made structured again:
+    an assistant turn ``<|python_tag|>{"type": "function", ...}`` (``ToolCallRequest.as_message``)
+    becomes a tool call, and the ``tool`` turn after it that call's result."""
+    out: list[dict[str, Any]] = []
+    last_call: str | None = None
+    for i, m in enumerate(messages):
+        wire = message_wire(m)
+        if wire["role"] == "assistant" and m.content.startswith(PYTHON_TAG):
+            try:
+                call = json.loads(m.content[len(PYTHON_TAG):])["function"]
+                last_call = f"call_{i}"
+                wire = {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": last_call, "name": call["name"], "arguments": json.dumps(call["parameters"])}]}
+            except (ValueError, KeyError, TypeError):
+                pass
+        elif wire["role"] == "tool" and last_call is not None:
+            wire["tool_call_id"] = last_call
+            last_call = None
+        out.append(wire)
+    return out
 
 
 class ToolSpecLike(Protocol):
@@ -91,9 +110,10 @@ class ToolSpecLike(Protocol):
 class ToolBox(Protocol):
     """The tools skills may call (``csi.skills.page_tools.ToolRegistry``)."""
 
-    def list(self) -> Sequence[ToolSpecLike]: ...
+    def list(self) -> Sequence[ToolSpecLike]:  # noqa: A003
+        ...
 
-    async def invoke(self, name: str, arguments: Any, scope: Scope | None = None) -> list[str]: ...
+    async def invoke(self, name: str, arguments: Any, scope: Scope | None = None) -> builtins.list[str]: ...
 
 
 def loop_run_sync(loop: asyncio.AbstractEventLoop) -> RunSync:
@@ -160,7 +180,7 @@ class EngineCsi(Csi):
         if interrupted is not None:
             raise interrupted
 
-    def _events(self, make: Callable[[], core.GenerationRequest], top: int | None) -> EngineEvents:
+    def _events(self, make: Callable[[], GenerationRequest], top: int | None) -> EngineEvents:
         self._free_models()
 
         async def accept() -> Any:
@@ -189,33 +209,28 @@ class EngineCsi(Csi):
             CompletionRequest(model, prompt, params)))
         return EngineCompletionStream(self._events(request.to_generation_request, _top(params)))
 
-    def _chat_stream(self, model: str, messages: list[Message], params: ChatParams) -> ChatStreamResponse:
-        return self._chat_events(model, messages, params, None)
-
     def chat_stream_step(self, model: str, messages: list[Message], params: ChatParams | None = None,
                          tools: list[Tool] | None = None) -> ChatStreamResponse:
-        """The SDK's step (tools written into the system prompt its way), decoded under a grammar:
-        a reply that starts a JSON object is a call of one of ``tools`` in the form the SDK parses,
-        with arguments valid under the tool's schema."""
+        """The SDK's step, with ``tools`` offered the way an OpenAI-compatible server offers them:
+        written by the model's own chat template (the format it was trained on) and decoded under
+        the engine's tool grammar, so a call names one of ``tools`` with arguments valid under its
+        schema. A call reaches the SDK as the JSON it parses, so its tool loop (``chat_stream``
+        with ``tools=[...]``) runs unchanged; the calls and results that loop adds to the
+        conversation go back to the template as calls and results."""
         params = params or ChatParams()
         if not tools:
             return self._chat_stream(model, messages, params)
-        return self._chat_events(model, add_tools_to_system_prompt(messages, tools), params, tools)
+        wire = chat_request_wire(ChatRequest(model, messages, params))
+        wire["messages"] = tool_history(messages)
+        wire["params"]["tools"] = [{"name": t.name, "description": t.description, "parameters": t.input_schema}
+                                   for t in tools]
+        wire["params"]["tool_choice"] = "auto"
+        request = parse_request(inference.ChatRequest, wire)
+        return EngineChatStream(self._events(request.to_generation_request, _top(params)))
 
-    def _chat_events(self, model: str, messages: list[Message], params: ChatParams,
-                     tools: list[Tool] | None) -> ChatStreamResponse:
+    def _chat_stream(self, model: str, messages: list[Message], params: ChatParams) -> ChatStreamResponse:
         request = parse_request(inference.ChatRequest, chat_request_wire(ChatRequest(model, messages, params)))
-
-        def make() -> core.GenerationRequest:
-            generation = request.to_generation_request()
-            if not tools:
-                return generation
-            grammar = tool_grammar(tuple(core.Tool(t.name, t.description, t.input_schema) for t in tools),
-                                   "auto", False, SDK_TOOL_CALL)
-            sampling = replace(generation.params.sampling, grammar=grammar)
-            return replace(generation, params=replace(generation.params, sampling=sampling))
-
-        return EngineChatStream(self._events(make, _top(params)))
+        return EngineChatStream(self._events(request.to_generation_request, _top(params)))
 
     def explain_concurrent(self, requests: Sequence[ExplanationRequest]) -> list[list[TextScore]]:
         raise NotSupportedError("`explain` is not supported by csi-web's engine: it has no attention "
@@ -252,7 +267,7 @@ class EngineCsi(Csi):
 
     # ---- tools
 
-    def list_tools(self) -> list[Tool]:
+    def list_tools(self) -> list[Tool]:  # noqa: D102
         return [Tool(t.name, t.description, t.input_schema) for t in (self.tools.list() if self.tools else [])]
 
     def invoke_tool_concurrent(self, requests: Sequence[InvokeRequest]) -> list[ToolResult]:

@@ -65,7 +65,8 @@ class LoadedSkill:
         validated = self.validate(data)
         with self._as_skill_error():
             result = self.func(csi, validated)
-            return bytes(result.model_dump_json().encode())
+            out = bytes(result.model_dump_json().encode())
+        return out
 
     def stream(self, csi: Csi, data: bytes | str, emit: Emit) -> None:
         """A ``@message_stream``: each item the skill writes goes to ``emit`` as it is written."""
@@ -88,9 +89,9 @@ class _SkillErrors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         if exc is None or isinstance(exc, SkillInterrupt):
-            return False
+            return
         text = "".join(traceback.format_exception(exc))
         raise SkillError(f"skill {self.name} raised {type(exc).__name__}: {exc}\n{text}") from None
 
@@ -118,8 +119,9 @@ class EventWriter(MessageWriter[Any]):
 def find_skill(module: types.ModuleType) -> LoadedSkill | None:
     """The skill the SDK's decorator registered in ``module``, if any."""
     found = vars(module)
-    handler, stream = found.get("SkillHandler"), found.get("MessageStream")
-    if isinstance(handler, type) and isinstance(found.get("SkillHandler"), type) and hasattr(handler, "metadata"):
+    handler: Any = found.get("SkillHandler")
+    stream: Any = found.get("MessageStream")
+    if isinstance(handler, type) and hasattr(handler, "metadata"):
         run = _closure(handler.run)
         meta = _closure(handler.metadata)["metadata"]
         return LoadedSkill("skill", run["func"], run["input_model"], meta.description,

@@ -113,7 +113,7 @@ def path_from_wire(d: dict[str, Any]) -> DocumentPath:
 
 
 def _condition_wire(f: MetadataFilter) -> dict[str, Any]:
-    name = type(f.condition).__json_name__  # type: ignore[union-attr]
+    name = type(f.condition).__json_name__
     if name == "is_null":
         return {"field": f.field, "condition": "is_null"}
     value = f.condition.value

@@ -4,18 +4,18 @@ skill sees its reply as it is produced."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pharia_skill import ChatStreamResponse, CompletionStreamResponse, Distribution, Logprob, TokenUsage
 from pharia_skill.csi.inference import ChatEvent, CompletionAppend, CompletionEvent, MessageAppend, MessageBegin
 
+from ..core.decode import TextDelta
 from ..core.generation import ChoiceEvent, Generation
+from ..core.tools import TextPiece, ToolCallParser
 from .sdk_wire import finish_reason
-
-if TYPE_CHECKING:
-    from ..core.decode import TextDelta
 
 RunSync = Callable[[Awaitable[Any]], Any]
 
@@ -65,6 +65,9 @@ class EngineEvents:
                 if aclose is not None:
                     self._run(aclose())
 
+    def tool_parser(self) -> ToolCallParser | None:
+        return self._gen.tool_parser()
+
     def logprobs(self, delta: TextDelta) -> list[Distribution]:
         if self._top is None:
             return []
@@ -77,8 +80,13 @@ class EngineEvents:
 
 
 def _sdk_events(source: EngineEvents, append: Callable[[TextDelta], Any]) -> Callable[[], Any]:
-    """A ``next`` for the SDK's responses: appends, then the finish reason, then the usage, then ``None``."""
+    """A ``next`` for the SDK's responses: appends, then the finish reason, then the usage, then ``None``.
+
+    When the reply may call tools, its text passes through the engine's tool-call parser: plain text
+    is appended as it comes, and each call, once whole, is appended as the JSON object the SDK's
+    ``parse_tool_call`` reads (``{"type": "function", "function": {"name", "parameters"}}``)."""
     pending: list[Any] = []
+    parser = source.tool_parser()
 
     def next_event() -> Any:
         while not pending:
@@ -86,15 +94,35 @@ def _sdk_events(source: EngineEvents, append: Callable[[TextDelta], Any]) -> Cal
             if event is None:
                 return None
             if event.delta is not None:
+                if parser is not None:
+                    text = "".join(p.text for p in parser.push(event.delta.text) if isinstance(p, TextPiece))
+                    if text:
+                        return append(TextDelta(text, [], []))
+                    continue
                 if event.delta.text or event.delta.steps:
                     return append(event.delta)
                 continue
+            if parser is not None:
+                text = "".join(p.text for p in parser.flush() if isinstance(p, TextPiece))
+                if text:
+                    pending.append(append(TextDelta(text, [], [])))
+                pending.extend(append(TextDelta(sdk_tool_call(name, arguments), [], []))
+                               for _, name, arguments in parser.tool_calls())
             stats = event.stats
             pending.extend([finish_reason(str(stats.finish_reason)),
                             TokenUsage(stats.prompt_tokens, stats.completion_tokens)])
         return pending.pop(0)
 
     return next_event
+
+
+def sdk_tool_call(name: str, arguments: str) -> str:
+    """A call as the SDK's ``parse_tool_call`` reads it (a call cut short keeps its text raw)."""
+    try:
+        parameters = json.loads(arguments)
+    except ValueError:
+        parameters = {"_raw": arguments}
+    return json.dumps({"type": "function", "function": {"name": name, "parameters": parameters}})
 
 
 class EngineChatStream(ChatStreamResponse):
