@@ -54,7 +54,9 @@ import { WorkerClient } from "./client/worker_client.js";
 /**
  * @typedef {{initProgressCallback?: (r: InitProgressReport) => void,
  *            device?: "wasm"|"webgpu"|"auto", skillTimeLimitMs?: number, hubMirror?: string|null,
- *            appConfig?: AppConfig}} EngineConfig
+ *            appConfig?: AppConfig, modelAliases?: Record<string, string>}} EngineConfig
+ *   `modelAliases`: other names for loaded models, e.g. `{"llama-3.1-8b-instruct": "smollm2-135m-instruct"}`,
+ *   so skills written for Pharia Kernel's models run unchanged (every API face accepts them).
  *   `hubMirror`: the base URL models that are not built in come from (default the Hugging Face Hub,
  *   `https://huggingface.co/`), laid out as the Hub: `<hubMirror><org>/<name>/resolve/main/<file>`.
  * @typedef {{model_list?: Array<{model_id: string, model?: string, [k: string]: unknown}>,
@@ -96,7 +98,7 @@ export class WebWorkerEngine {
     this.csi = csiApi(this.client);
     /** The document index's writes: collections of documents with named search indexes, kept in IndexedDB. */
     this.index = indexApi(this.client);
-    /** Skills: Python functions decorated with `@skill` (csi.sdk), kept in IndexedDB across reloads. */
+    /** Skills: Python functions decorated with pharia-skill's `@skill` / `@message_stream`, kept in IndexedDB. */
     this.skills = skillsApi(this.client, this.interrupts, () => this.config.skillTimeLimitMs);
     /** Spin's `llm` interface (with the stop / optional max-tokens / finish-reason proposal). */
     this.llm = spinApi(this.client);
@@ -252,12 +254,24 @@ export class WebWorkerEngine {
     const reports = new LoadProgress(ids.at(-1));
     const load = { model_ids: ids, device: this.config.device ?? "wasm", hub: this.config.hubMirror ?? null };
     const { timeoutMs, progress } = deadline(options);
+    if (this.config.modelAliases) await this.setModelAliases(this.config.modelAliases);
     const result = await this.client.send("load", { request: load }, { timeoutMs, progress: (p) => {
       const report = reports.next(p, (performance.now() - started) / 1000);
       this.config.initProgressCallback?.(report);
       progress?.(p);
     } });
     this.modelIds = ids;
+    return result;
+  }
+
+  /**
+   * Let requests and skills name loaded models by other names (replaces the aliases set before):
+   * a skill's `csi.chat("llama-3.1-8b-instruct", ...)` is served by the model the alias names.
+   * @param {Record<string, string>} aliases @param {Deadline} [options]
+   */
+  async setModelAliases(aliases, options = {}) {
+    const result = await this.client.send("set_model_aliases", { request: { aliases } }, deadline(options));
+    this.config = { ...this.config, modelAliases: aliases };
     return result;
   }
 

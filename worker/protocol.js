@@ -23,8 +23,8 @@
  *   | "llm_embeddings" | "remote_generate" | "remote_llm_type" | "remote_guts" | "csi_chunk"
  *   | "csi_chunk_with_offsets" | "csi_select_language" | "csi_search" | "csi_documents"
  *   | "csi_document_metadata" | "index_delete" | "index_list" | "index_drop" | "index_create" | "index_put"
- *   | "skills_register" | "skills_list" | "skills_metadata" | "skills_run" | "skills_remove" | "reset_chat"
- *   | "unload" | "cancel" | "interrupt" | "boot_timings"} MessageType
+ *   | "skills_register" | "skills_list" | "skills_metadata" | "skills_run" | "skills_stream" | "skills_remove"
+ *   | "set_model_aliases" | "reset_chat" | "unload" | "cancel" | "interrupt" | "boot_timings"} MessageType
  *   Every message type. What some of them mean:
  *   - `load`: load these models, unloading the others; those not built in come from the Hugging Face
  *     Hub, or from the mirror whose base URL is `hub`. Progress: one report per file event, then
@@ -35,7 +35,10 @@
  *     `index_put`: progress after each committed batch ({@link IndexPutProgress}).
  *   - `skills_register`: `time_limit_ms` is how long the skill's module may take to load;
  *     `skills_run`: how long the skill may run, from its start (null: no limit); past it the skill
- *     is interrupted where it runs or waits, and the call ends with a `SkillError`.
+ *     is interrupted where it runs or waits, and the call ends with a `SkillError`;
+ *     `skills_stream`: runs a `@message_stream` skill, one `chunk` per item it writes
+ *     (`message_begin` / `message_append` / `message_end`), then a `result` with null.
+ *   - `set_model_aliases`: model names requests and skills may use -> the loaded model serving them.
  *   - `cancel`: end the request whose id is `target` (running or queued) with finish_reason
  *     "abort"; a skill call is interrupted (`SkillError`).
  *   - `interrupt`: end the running generations at their next token (finish_reason "abort"), and the
@@ -157,7 +160,9 @@ export const ROUTES = Object.freeze(/** @satisfies {Record<MessageType, Mode>} *
   skills_list: "whole",
   skills_metadata: "whole",
   skills_run: "whole",
+  skills_stream: "stream",
   skills_remove: "whole",
+  set_model_aliases: "whole",
   reset_chat: "whole",
   unload: "whole",
   cancel: "control",

@@ -313,6 +313,13 @@ export type Message = {
   tool_call_id?: string | null;
 };
 
+/**
+ * `set_model_aliases`: model names skills and requests may use -> the loaded model that serves them.
+ */
+export type ModelAliasesRequest = {
+  aliases: {[key: string]: string};
+};
+
 export type NamedFunction = {
   name: string;
 };
@@ -459,6 +466,15 @@ export type SkillRunRequest = {
   time_limit_ms?: number | null;
 };
 
+/**
+ * `skills_stream`: run the `@message_stream` skill `name` on `input`, pushing its events.
+ */
+export type SkillStreamRequest = {
+  name: string;
+  input?: JsonValue;
+  time_limit_ms?: number | null;
+};
+
 export type StreamOptions = {
   include_usage?: boolean | null;
   include_obfuscation?: boolean | null;
@@ -539,7 +555,9 @@ export interface Requests {
   skills_register: SkillRegisterRequest;
   skills_metadata: SkillName;
   skills_run: SkillRunRequest;
+  skills_stream: SkillStreamRequest;
   skills_remove: SkillName;
+  set_model_aliases: ModelAliasesRequest;
   cancel: CancelRequest;
 }
 
@@ -667,8 +685,21 @@ export type FunctionCallDelta = {
   arguments?: string | null;
 };
 
+export type JsonValue = unknown;
+
 export type PromptTokensDetails = {
   cached_tokens: number;
+};
+
+/**
+ * One item a streaming skill wrote: `message_begin` (with `role`), `message_append`
+ * (with `text`) or `message_end` (with `payload`, the skill's end payload as JSON).
+ */
+export type SkillEvent = {
+  type: "message_begin" | "message_append" | "message_end";
+  role?: string | null;
+  text?: string | null;
+  payload?: JsonValue;
 };
 
 export type TokenLogprob = {
@@ -726,4 +757,5 @@ export interface Results {
 export interface Chunks {
   chat: ChatCompletionChunk;
   completion: Completion;
+  skills_stream: SkillEvent;
 }

@@ -79,7 +79,8 @@ export function requestCall(client, type, fallback) {
 
 /**
  * Make every method of `api` (and of the objects under it) return a rejected promise instead of
- * throwing, whatever its arguments.
+ * throwing, whatever its arguments. A method that returns an async iterable (a stream whose errors
+ * end its loop) returns it as it is.
  * @param {Record<string, any>} api
  */
 export function settleOnly(api) {
@@ -87,7 +88,9 @@ export function settleOnly(api) {
     if (typeof value === "function") {
       api[key] = (/** @type {any[]} */ ...args) => {
         try {
-          return Promise.resolve(value(...args));
+          const out = value(...args);
+          return out && typeof out[Symbol.asyncIterator] === "function" && typeof out.then !== "function"
+            ? out : Promise.resolve(out);
         } catch (err) {
           const e = /** @type {any} */ (err);
           return Promise.reject(e instanceof EngineError || e?.name === "InvalidInputError" ? e

@@ -1,17 +1,22 @@
 // @ts-check
-// Skills on the page client: Python functions decorated with `@skill` (csi.sdk), kept in IndexedDB
-// across reloads. A skill call has a time limit; past it the page trips Python's interrupt
+// Skills on the page client: Python functions decorated with pharia-skill's `@skill` or
+// `@message_stream`, kept in IndexedDB across reloads. A skill call has a time limit; past it the page trips Python's interrupt
 // (SIGINT through a shared buffer, so only when the page is cross-origin isolated) until the skill
 // stops, and abandons the call if it does not.
 
 import { EngineError } from "../engine_error.js";
-import { deadline, milliseconds } from "./calls.js";
+import { cancelOnAbort, deadline, milliseconds } from "./calls.js";
+import { ChunkStream } from "./chunk_stream.js";
 
 /**
  * @typedef {import("./worker_client.js").WorkerClient} WorkerClient
  * @typedef {import("./calls.js").Deadline} Deadline
- * @typedef {Deadline & {timeLimitMs?: number}} SkillOptions
- *   `timeLimitMs`: how long the skill may run (default `skillTimeLimitMs` of the engine's config, 5 minutes)
+ * @typedef {Deadline & {timeLimitMs?: number, signal?: AbortSignal}} SkillOptions
+ *   `timeLimitMs`: how long the skill may run (default `skillTimeLimitMs` of the engine's config, 5 minutes);
+ *   `signal`: aborting it cancels the call (the skill is interrupted: `SkillError`)
+ * @typedef {{type: "message_begin", role: string|null} | {type: "message_append", text: string}
+ *   | {type: "message_end", payload: any}} SkillEvent
+ *   What a `@message_stream` skill writes, as it writes it (`payload`: its end payload as JSON).
  */
 
 /** How long a skill may run (or its module take to load) before it is interrupted. */
@@ -54,11 +59,12 @@ export class PythonInterrupts {
  * A skill call with a time limit: past it, Python is interrupted (KeyboardInterrupt in the skill),
  * which needs the page to be cross-origin isolated; elsewhere the limit cannot stop a skill.
  * @param {WorkerClient} client @param {PythonInterrupts} interrupts @param {number|undefined} defaultLimitMs
- * @param {"skills_register"|"skills_run"} type @param {any} body @param {SkillOptions} options
+ * @param {"skills_register"|"skills_run"|"skills_stream"} type @param {any} body @param {SkillOptions} options
+ * @param {{id?: string, chunk?: (c: any) => void}} [extra] the call's id, what receives streamed chunks
  * @returns {Promise<any>}
  */
-function skillCall(client, interrupts, defaultLimitMs, type, body, options) {
-  const id = client.newId();
+function skillCall(client, interrupts, defaultLimitMs, type, body, options, extra = {}) {
+  const id = extra.id ?? client.newId();
   const limit = /** @type {number} */ (milliseconds(options?.timeLimitMs ?? defaultLimitMs ??
     SKILL_TIME_LIMIT_MS, "timeLimitMs"));
   const { timeoutMs, progress } = deadline(options);
@@ -88,7 +94,9 @@ function skillCall(client, interrupts, defaultLimitMs, type, body, options) {
   };
   // `done` once the worker is done with it: Python's interrupt is tripped until then, even when
   // the page has stopped waiting (timeoutMs)
-  const call = client.send(type, { request: { ...body, time_limit_ms } }, { id, timeoutMs, progress, onFinal: done });
+  const release = cancelOnAbort(options?.signal, () => client.cancel(id));
+  const call = client.send(type, { request: { ...body, time_limit_ms } },
+    { id, timeoutMs, progress, onFinal: done, chunk: extra.chunk }).finally(release);
   client.skillCalls.set(id, name);
   // a skill that keeps Python busy is stopped by Python's interrupt, which Python's handler aims
   // at the skill that is due (csi.skills.interrupts); it is tripped until the call settles
@@ -123,6 +131,22 @@ export function interruptSkills(client, interrupts) {
 export function skillsApi(client, interrupts, defaultLimitMs) {
   /** @param {"skills_register"|"skills_run"} type @param {any} body @param {SkillOptions} options */
   const call = (type, body, options) => skillCall(client, interrupts, defaultLimitMs(), type, body, options);
+  /**
+   * @param {string} name @param {any} input @param {SkillOptions} options
+   * @returns {AsyncIterable<SkillEvent>}
+   */
+  const stream = (name, input, options) => {
+    const id = client.newId();
+    /** @type {ChunkStream<SkillEvent>} */
+    const events = new ChunkStream(() => client.cancel(id));
+    try {
+      skillCall(client, interrupts, defaultLimitMs(), "skills_stream", { name, input }, options,
+        { id, chunk: (c) => events.push(c) }).then(() => events.end(), (err) => events.end(err));
+    } catch (err) { // arguments refused before anything was sent
+      events.end(err instanceof Error ? err : new Error(String(err)));
+    }
+    return events;
+  };
   return {
     /** @param {{name: string, source: string}} skill @param {SkillOptions} [options] -> `{name, description, input_schema, output_schema}` */
     register: (skill, options = {}) => call("skills_register", { name: skill?.name, source: skill?.source }, options),
@@ -136,6 +160,15 @@ export function skillsApi(client, interrupts, defaultLimitMs) {
      *   the call rejects with a `SkillError`
      */
     run: (name, input, options = {}) => call("skills_run", { name, input }, options),
+    /**
+     * Run a `@message_stream` skill: `for await (const event of engine.skills.stream(name, input))`
+     * yields its `message_begin` / `message_append` / `message_end` events as the skill writes them.
+     * Errors (bad input, the skill raising, its time limit, a cancel) end the loop by throwing;
+     * leaving the loop early cancels the skill.
+     * @param {string} name @param {any} input a JSON value @param {SkillOptions} [options]
+     * @returns {AsyncIterable<SkillEvent>}
+     */
+    stream: (name, input, options = {}) => stream(name, input, options),
     /** @param {string} name @param {Deadline} [options] */
     remove: (name, options = {}) => client.send("skills_remove", { request: { name } }, deadline(options)),
   };

@@ -18,7 +18,7 @@ import { FieldError, schemaForm } from "./skill_form.js";
 const STARTER = `"""A skill: a function of the CSI and a pydantic input, returning JSON-able output."""
 from pydantic import BaseModel, Field
 
-from csi.sdk import Csi, skill
+from pharia_skill import Csi, skill
 
 
 class Input(BaseModel):

@@ -122,12 +122,12 @@ def find_skill(module: types.ModuleType) -> LoadedSkill | None:
     handler: Any = found.get("SkillHandler")
     stream: Any = found.get("MessageStream")
     if isinstance(handler, type) and hasattr(handler, "metadata"):
-        run = _closure(handler.run)
-        meta = _closure(handler.metadata)["metadata"]
+        run = _closure(vars(handler)["run"])
+        meta = _closure(vars(handler)["metadata"])["metadata"]
         return LoadedSkill("skill", run["func"], run["input_model"], meta.description,
                            json.loads(meta.input_schema), json.loads(meta.output_schema))
     if isinstance(stream, type):
-        run = _closure(stream.run)
+        run = _closure(vars(stream)["run"])
         model: type[BaseModel] = run["input_model"]
         return LoadedSkill("message_stream", run["func"], model, run["func"].__doc__,
                            model.model_json_schema(), None)
