@@ -1,0 +1,153 @@
+"""pharia-skill skills unchanged in the worker (Chromium, real models): the same sources as
+tests/cpython/test_pharia_sdk.py, with the same greedy answers as CPython; streamed events pushed
+one by one; cancel mid-stream; aliases; page tools; on-demand packages; refused imports."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import pytest
+
+from csi.local import local_runtime
+from csi.skills.registry import load_skill_source
+from tests.support import sdk_skills
+from tests.support.browser import open_engine_page
+from tests.support.paths import DIST
+
+pytestmark = pytest.mark.browser
+
+REAL = "smollm2-135m-instruct"
+ALIASES = {"llama-3.1-8b-instruct": REAL, "tool-model": "tiny-chat"}
+
+
+@pytest.fixture(scope="module")
+def sdk_page(browser, site_url):
+    ep = open_engine_page(browser, site_url, [REAL, "tiny-chat"])
+    ep.ok("await engine.setModelAliases(arg); return true;", ALIASES)
+    yield ep
+    ep.page.context.close()
+
+
+def cpython_run(source: str, name: str, input: dict[str, Any], tools: Any = None) -> Any:
+    skill = load_skill_source(name, source)
+    with local_runtime(DIST, [REAL, "tiny-chat"], ALIASES) as (_, csi):
+        csi.tools = tools
+        return skill.func(csi, skill.input_model.model_validate(input)).model_dump(mode="json")
+
+
+STREAM = """
+const events = [];
+const started = performance.now();
+for await (const e of engine.skills.stream(arg.name, arg.input)) events.push({...e, at: performance.now() - started});
+return events;
+"""
+
+
+def test_a_skill_naming_a_kernel_model_runs_through_the_alias_as_in_cpython(sdk_page):
+    ep = sdk_page
+    meta = ep.ok("return await engine.skills.register(arg);", {"name": "haiku", "source": sdk_skills.HAIKU})
+    assert meta["kind"] == "skill" and meta["description"] == "Write a short poem about a topic."
+    out = ep.ok("return await engine.skills.run('haiku', arg);", {"topic": "the sea"})
+    assert out == cpython_run(sdk_skills.HAIKU, "haiku", {"topic": "the sea"}) and out["haiku"]
+    # without the alias the skill fails, and says how to alias the model
+    ep.ok("await engine.setModelAliases({}); return true;")
+    missing = ep.call("return await engine.skills.run('haiku', arg);", {"topic": "the sea"})
+    ep.ok("await engine.setModelAliases(arg); return true;", ALIASES)
+    assert missing["error"]["name"] == "SkillError"
+    assert "ModelNotSupportedError" in missing["error"]["message"] and "modelAliases" in missing["error"]["message"]
+
+
+def test_a_message_stream_skill_pushes_its_events_as_it_writes_them(sdk_page):
+    ep = sdk_page
+    meta = ep.ok("return await engine.skills.register(arg);", {"name": "haiku-stream",
+                                                                "source": sdk_skills.HAIKU_STREAM})
+    assert meta["kind"] == "message_stream" and meta["output_schema"] is None
+    events = ep.ok(STREAM, {"name": "haiku-stream", "input": {"topic": "the sea"}})
+    assert events[0]["type"] == "message_begin" and events[0]["role"] == "assistant"
+    appends = [e for e in events if e["type"] == "message_append"]
+    assert events[-1]["type"] == "message_end" and len(appends) >= 3
+    assert appends[0]["at"] < events[-1]["at"] / 2  # the first piece arrives long before the end
+    whole = ep.ok("return await engine.skills.run('haiku', arg);", {"topic": "the sea"})
+    assert "".join(e["text"] for e in appends).strip() == whole["haiku"]
+    assert events[-1]["payload"]["completion_tokens"] >= len(appends)
+    # run/stream of the wrong kind, and bad input, are typed errors
+    wrong = ep.call("return await engine.skills.run('haiku-stream', {topic: 'x'});")
+    assert wrong["error"]["name"] == "InvalidInputError" and wrong["error"]["param"] == "name"
+    bad = ep.call("for await (const e of engine.skills.stream('haiku-stream', {topic: 5})) {} return 1;")
+    assert bad["error"]["name"] == "InvalidInputError" and bad["error"]["param"] == "input.topic"
+
+
+def test_cancel_and_interrupt_end_a_stream_mid_way_and_the_engine_goes_on(sdk_page):
+    ep = sdk_page
+    long = sdk_skills.HAIKU_STREAM.replace("max_tokens=40", "max_tokens=300")
+    ep.ok("return await engine.skills.register(arg);", {"name": "long-stream", "source": long})
+    out = ep.ok("""
+const seen = [];
+const controller = new AbortController();
+let error = null;
+try {
+  for await (const e of engine.skills.stream('long-stream', {topic: 'a long story'}, {signal: controller.signal})) {
+    seen.push(e.type);
+    if (seen.length === 4) controller.abort();
+  }
+} catch (e) { error = {name: e.name, message: e.message}; }
+const seen2 = [];
+let error2 = null;
+try {
+  for await (const e of engine.skills.stream('long-stream', {topic: 'another story'})) {
+    seen2.push(e.type);
+    if (seen2.length === 4) engine.interruptGenerate();
+  }
+} catch (e) { error2 = {name: e.name, message: e.message}; }
+const after = await engine.chat.completions.create({messages: [{role: 'user', content: 'Say hi.'}], max_tokens: 4,
+                                                    model: 'tiny-chat'});
+return {seen, error, seen2, error2, after: after.choices[0].message.content};
+""")
+    assert out["error"]["name"] == "SkillError" and "cancelled" in out["error"]["message"], out
+    assert out["error2"]["name"] == "SkillError" and "interruptGenerate" in out["error2"]["message"], out
+    assert "message_end" not in out["seen"] and "message_end" not in out["seen2"]
+    assert out["after"]
+
+
+def test_page_tools_serve_the_sdks_tool_calls_and_its_tool_loop(sdk_page):
+    ep = sdk_page
+    ep.ok("""
+await engine.tools.register(arg.weather, async ({city}) => `{"city": "${city}", "celsius": 18}`);
+await engine.tools.register(arg.broken, () => { throw new Error('the weather station is offline'); });
+return true;""", {"weather": sdk_skills.WEATHER_TOOL, "broken": sdk_skills.BROKEN_TOOL})
+    listed = ep.ok("return await engine.tools.list();")
+    assert {t["name"] for t in listed} >= {"get_weather", "broken_tool"}
+    ep.ok("return await engine.skills.register(arg);", {"name": "tool-user", "source": sdk_skills.TOOL_USER})
+    out = ep.ok("return await engine.skills.run('tool-user', arg);", {"question": "What is the weather in Oslo?"})
+    assert out["direct"] == '{"city": "Oslo", "celsius": 18}'
+    assert out["failed"] == "the weather station is offline"
+
+    class Tools:
+        def list(self) -> list[Any]:
+            return [types.SimpleNamespace(**t) for t in (sdk_skills.WEATHER_TOOL, sdk_skills.BROKEN_TOOL)]
+
+        async def invoke(self, name: str, arguments: Any, scope: Any = None) -> list[str]:
+            if name == "broken_tool":
+                raise RuntimeError("the weather station is offline")
+            return [f'{{"city": "{arguments["city"]}", "celsius": 18}}']
+
+    expected = cpython_run(sdk_skills.TOOL_USER, "tool-user", {"question": "What is the weather in Oslo?"}, Tools())
+    assert out["answer"] == expected["answer"]  # greedy, the same tool loop
+    assert set(out["tools"]) >= {"get_weather", "broken_tool"}
+
+
+def test_a_skill_importing_jinja2_loads_it_on_demand_and_numpy_is_refused(sdk_page):
+    from jinja2 import Environment
+
+    ep = sdk_page
+    ep.ok("return await engine.skills.register(arg);", {"name": "listing", "source": sdk_skills.JINJA})
+    items = ["<b>owl</b>", "tea & cake", "'quoted'"]
+    out = ep.ok("return await engine.skills.run('listing', arg);", {"items": items})
+    reference = Environment(autoescape=True).from_string(
+        "<ul>{% for i in items %}<li>{{ i }}</li>{% endfor %}</ul>").render(items=items)
+    assert out["html"] == reference and "&lt;b&gt;" in out["html"]
+    refused = ep.call("return await engine.skills.register(arg);", {"name": "np", "source": sdk_skills.NUMPY})
+    assert refused["error"]["name"] == "InvalidInputError" and refused["error"]["param"] == "source"
+    assert "numpy" in refused["error"]["message"]
+    assert ep.foreign_requests() == []
