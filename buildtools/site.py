@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .deps import CACHE, ROOT, ensure_pyodide_wheels, log
 from .lang_data import ensure_lang_data
+from .skill_packages import write_packages
 from .wheel import build_wheel
 
 DIST = ROOT / "dist"
@@ -198,6 +199,7 @@ def build_site() -> Path:
         if stale.name not in names:
             stale.unlink()
     (wheels_dir / "wheels.json").write_text(json.dumps(names, indent=1))
+    write_packages(wheels_dir / "packages")  # the packages skills import, loaded when one does
 
     models = {model_id: (folder, "built-in") for model_id, folder in build_models().items()}
     for model_id, folder in imported_models().items():
@@ -220,9 +222,12 @@ def build_site() -> Path:
 def _offline_role(rel: str) -> str | None:
     """How the service worker keeps a file of dist/ for offline use: "files" (stored when a version
     installs: the app shell, the runtime, the example skills' sources), "lazy" (stored once fetched:
-    the language data, 76 files the worker asks for one language at a time), or None (not kept:
-    models, which the worker's transformers.js keeps itself; bench pages; the `openai` client's
-    modules; the service worker)."""
+    the language data, 76 files the worker asks for one language at a time, and the wheels of the
+    packages skills import, loaded when a skill first imports them), or None (not kept: models,
+    which the worker's transformers.js keeps itself; bench pages; the `openai` client's modules;
+    the service worker)."""
+    if rel.startswith("wheels/packages/") and rel.endswith(".whl"):
+        return "lazy"
     if rel == "index.html" or rel.startswith(("web/", "wheels/", "skills/")) or rel == "models/models.json":
         return "files"
     if rel.startswith("worker/"):

@@ -1,6 +1,6 @@
 // What the Python engine needs from the worker besides models: language data files fetched from
-// the site (only the languages asked for), registered skills kept in IndexedDB, and the document
-// index's store.
+// the site (only the languages asked for), registered skills kept in IndexedDB, the packages
+// skills import (loaded on demand), and the document index's store.
 
 import { DocStore } from "./doc_store.js";
 import { transact, result } from "./idb.js";
@@ -9,8 +9,10 @@ const SITE = new URL("../", import.meta.url);
 const SKILLS = "skills";
 
 export class Host {
-  constructor() {
+  /** @param {import("./packages.js").PackageLoader} packages */
+  constructor(packages) {
     this.documents = new DocStore();
+    this.packages = packages;
   }
 
   /** @param {string} code ISO 639-3 */
@@ -35,5 +37,10 @@ export class Host {
   /** @param {string} name */
   async deleteSkill(name) {
     await transact([SKILLS], "readwrite", (tx) => tx.objectStore(SKILLS).delete(name));
+  }
+
+  /** @param {string} names JSON: the import names of the packages to load */
+  async loadPackages(names) {
+    await this.packages.load(JSON.parse(names));
   }
 }

@@ -1,5 +1,6 @@
 // The module Web Worker: boots Pyodide from the site's own copy, installs the wheels listed in
-// /wheels/wheels.json (pydantic, pydantic_core for Pyodide, their deps, our csi wheel), and hands
+// /wheels/wheels.json (pydantic, pydantic_core for Pyodide, their deps, our csi wheel; the packages
+// skills import load later, when a skill needs them: packages.js), and hands
 // every page message to the app of csi.worker.main. Python answers control messages (interrupt,
 // cancel, boot_timings) at once, schedules the others on its event loop, and posts every reply
 // itself (as JSON text). The message protocol is declared in protocol.js.
@@ -7,6 +8,7 @@
 import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
 import { Bridge, SITE_MODELS_LISTED } from "./bridge/index.js";
 import { Host } from "./host.js";
+import { PackageLoader } from "./packages.js";
 import { setLogitProcessorRegistry } from "./logit_processors.js";
 
 export { setLogitProcessorRegistry };
@@ -92,7 +94,7 @@ async function boot(id) {
   await SITE_MODELS_LISTED;
   const mod = pyodide.pyimport("csi.worker.main");
   /** @type {App} */
-  const created = mod.create_app(new Bridge(), new Host(), post,
+  const created = mod.create_app(new Bridge(), new Host(new PackageLoader(pyodide)), post,
     () => (pageInterrupts ? Atomics.load(pageInterrupts, 0) : 0));
   mod.destroy();
   // only now: Python's handler aims each interrupt at the skill it is for (csi.skills.interrupts)

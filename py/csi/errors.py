@@ -50,6 +50,13 @@ class ModelLoadError(CsiError):
     name = "ModelLoadError"
 
 
+class PackageLoadError(CsiError):
+    """A package a skill imports is not served here, or could not be loaded (the site's wheel did
+    not load; in CPython, it is not installed)."""
+
+    name = "PackageLoadError"
+
+
 class NotFoundError(CsiError):
     """A namespace, collection, index or document the request names does not exist; ``param`` says which."""
 

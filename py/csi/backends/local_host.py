@@ -1,14 +1,19 @@
-"""``Host`` for CPython: language data from a folder, skills in memory (pure Python)."""
+"""``Host`` for CPython: language data from a folder, skills in memory, the packages skills import
+from this Python's own installation (pure Python)."""
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import InternalError
+from ..core.packages import SERVED
+from ..errors import InternalError, PackageLoadError
 
 
 class LocalHost:
-    """Language data from ``lang_dir`` (``<code>.bin`` files), registered skills in a dict."""
+    """Language data from ``lang_dir`` (``<code>.bin`` files), registered skills in a dict, packages
+    as installed (``build.py`` installs every served one)."""
 
     def __init__(self, lang_dir: Path | None = None) -> None:
         self.lang_dir = lang_dir
@@ -31,3 +36,14 @@ class LocalHost:
 
     async def delete_skill(self, name: str) -> None:
         self.skills.pop(name, None)
+
+    async def load_packages(self, names: Sequence[str]) -> None:
+        """Nothing to load in CPython: check that each package is installed."""
+        for name in names:
+            wheels = SERVED.get(name)
+            if wheels is None:
+                raise PackageLoadError(f"csi-web serves no package named {name!r}; it serves "
+                                       f"{', '.join(sorted(SERVED))}")
+            if importlib.util.find_spec(name) is None:
+                raise PackageLoadError(f"{name!r} is not installed in this Python: "
+                                       f"pip install {' '.join(wheels)}")

@@ -1,11 +1,13 @@
 """What services need from their surroundings besides model execution: language data files (text
-services) and durable storage for registered skills (the skill registry). The worker implements
-them over fetch and IndexedDB (``csi.backends.pyodide``); ``csi.backends.local_host`` serves
-CPython from a folder and memory. The document index's store is a protocol of its own
+services), durable storage for registered skills and the packages skills import (the skill
+registry). The worker implements them over fetch, IndexedDB and Pyodide's package loader
+(``csi.backends.pyodide``); ``csi.backends.local_host`` serves CPython from a folder, memory and
+the packages installed. The document index's store is a protocol of its own
 (``csi.index.store.IndexStore``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 
@@ -29,5 +31,17 @@ class SkillStore(Protocol):
         ...
 
 
-class Host(LanguageSource, SkillStore, Protocol):
-    """Both, as one object (what the worker's JS host and ``LocalHost`` are)."""
+class PackageLoader(Protocol):
+    async def load_packages(self, names: Sequence[str]) -> None:
+        """Make the packages ``names`` (import names of ``csi.core.packages.SERVED``, e.g. "jinja2")
+        importable, each with its dependencies, each loaded once. ``PackageLoadError`` when a name
+        is not served or its package cannot be loaded."""
+        ...
+
+
+class SkillHost(SkillStore, PackageLoader, Protocol):
+    """What the skill registry needs: storage for skills and the packages they import."""
+
+
+class Host(LanguageSource, SkillHost, Protocol):
+    """All of them, as one object (what the worker's JS host and ``LocalHost`` are)."""

@@ -19,11 +19,12 @@ from json import dumps, loads
 from typing import Any, TypeVar
 
 from ..core.engine import Engine
-from ..core.host import SkillStore
+from ..core.host import SkillHost
 from ..core.scope import Scope
 from ..errors import CsiError, InternalError, InvalidInputError, SkillError, SkillInterrupt, blame
 from . import interrupts
 from .engine_csi import EngineCsi
+from .imports import skill_imports
 from .interrupts import SkillRun, run_marked
 from .loaded import LoadedSkill, find_skill
 
@@ -95,7 +96,7 @@ class _Entry:
 class SkillRegistry:
     """Register, list, describe, run and remove skills; registrations outlive the page."""
 
-    def __init__(self, store: SkillStore, runner: SkillRunner, engine: Engine) -> None:
+    def __init__(self, store: SkillHost, runner: SkillRunner, engine: Engine) -> None:
         self.store = store
         self.runner = runner
         self.engine = engine
@@ -138,6 +139,7 @@ class SkillRegistry:
             self._entries[name] = _Entry(find_skill(importlib.import_module(module)), builtin=True)
         for name, source in (await self.store.stored_skills()).items():
             try:
+                await self.store.load_packages(skill_imports(source))
                 self._entries[name] = _Entry(load_skill_source(name, source), builtin=False)
             except CsiError as exc:  # kept visible, so it can be fixed or removed
                 self._entries[name] = _Entry(None, builtin=False, error=exc.message)
@@ -165,6 +167,7 @@ class SkillRegistry:
         if len(source) > MAX_SOURCE_CHARS:
             raise InvalidInputError(f"`source` has {len(source)} characters; a skill's source holds at most "
                                     f"{MAX_SOURCE_CHARS}", "source")
+        await self.store.load_packages(skill_imports(source))
         with self._running(name, time_limit_ms, scope) as (run, _):
             skill = load_skill_source(name, source, run)
         await self.store.store_skill(name, source)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from json import loads
+from collections.abc import Sequence
+from json import dumps, loads
 from typing import Any
 
 from pyodide.ffi import JsException
 
-from ...errors import InternalError
+from ...core.packages import SERVED
+from ...errors import InternalError, PackageLoadError
 
 
 class PyodideHost:
-    """``Host`` over worker/host.js: language data by fetch, skills in IndexedDB."""
+    """``Host`` over worker/host.js: language data by fetch, skills in IndexedDB, packages from the
+    site's wheels (worker/packages.js)."""
 
     def __init__(self, host: Any) -> None:
         self._host = host
@@ -30,3 +33,15 @@ class PyodideHost:
 
     async def delete_skill(self, name: str) -> None:
         await self._host.deleteSkill(name)
+
+    async def load_packages(self, names: Sequence[str]) -> None:
+        unknown = [name for name in names if name not in SERVED]
+        if unknown:
+            raise PackageLoadError(f"csi-web serves no package named {unknown[0]!r}; it serves "
+                                   f"{', '.join(sorted(SERVED))}")
+        if not names:
+            return
+        try:
+            await self._host.loadPackages(dumps(list(names)))
+        except JsException as exc:
+            raise PackageLoadError(f"could not load {', '.join(names)}: {exc.message}") from None
