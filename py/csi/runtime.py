@@ -12,12 +12,12 @@ from .core.backend import Backend
 from .core.engine import Engine
 from .core.host import Host
 from .index.store import IndexStore
-from .skills.engine_csi import EngineCsi, RunSync, loop_run_sync
 from .skills.registry import SkillRegistry, SkillRunner
 from .text.services import TextServices
 
 if TYPE_CHECKING:
     from .index.service import DocumentIndex
+    from .skills.engine_csi import EngineCsi, RunSync
 
 
 @dataclass
@@ -43,6 +43,8 @@ class Runtime:
 
     def csi(self, run_sync: RunSync) -> EngineCsi:
         """The CSI skills run against, over this runtime's services."""
+        from .skills.engine_csi import EngineCsi  # noqa: PLC0415 - pharia-skill is loaded on first use
+
         return EngineCsi(self.engine, self.text, lambda: self.index, run_sync)
 
 
@@ -50,6 +52,8 @@ def threaded_runner(runtime: Runtime) -> SkillRunner:
     """For CPython: the skill runs in a thread and waits on the engine's loop for each CSI call."""
 
     async def run(body: Callable[[EngineCsi], bytes]) -> bytes:
+        from .skills.engine_csi import loop_run_sync  # noqa: PLC0415
+
         csi = runtime.csi(loop_run_sync(asyncio.get_running_loop()))
         return await asyncio.to_thread(body, csi)
 

@@ -16,17 +16,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from json import dumps, loads
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.engine import Engine
 from ..core.host import SkillHost
 from ..core.scope import Scope
 from ..errors import CsiError, InternalError, InvalidInputError, SkillError, SkillInterrupt, blame
 from . import interrupts
-from .engine_csi import EngineCsi
 from .imports import skill_imports
 from .interrupts import SkillRun, run_marked
-from .loaded import LoadedSkill, find_skill
+
+if TYPE_CHECKING:  # pharia-skill is loaded on first use (the worker fetches it then)
+    from .engine_csi import EngineCsi
+    from .loaded import LoadedSkill
 
 T = TypeVar("T")
 
@@ -42,7 +44,7 @@ MAX_SOURCE_CHARS = 1024 * 1024
 MAX_TIME_LIMIT_MS = 24 * 3600 * 1000
 
 # Runs a skill body (which needs a Csi) without blocking the engine's event loop.
-SkillRunner = Callable[[Callable[[EngineCsi], Any]], Awaitable[Any]]
+SkillRunner = Callable[[Callable[["EngineCsi"], Any]], Awaitable[Any]]
 
 
 def load_skill_source(name: str, source: str, run: SkillRun | None = None) -> LoadedSkill:
@@ -79,6 +81,8 @@ def load_skill_source(name: str, source: str, run: SkillRun | None = None) -> Lo
             raise InvalidInputError(f"{where}the module was interrupted while loading: {exc.reason}",
                                     "source") from None
         raise InvalidInputError(f"{where}{type(exc).__name__}: {exc}", "source") from None
+    from .loaded import find_skill  # noqa: PLC0415
+
     found = find_skill(module)
     if found is None:
         raise InvalidInputError("the source must define one function decorated with pharia_skill's @skill or "
@@ -135,6 +139,9 @@ class SkillRegistry:
     async def _ensure_loaded(self) -> None:
         if self._loaded:
             return
+        await self.store.load_packages(["pharia_skill"])
+        from .loaded import find_skill  # noqa: PLC0415 - needs pharia-skill, loaded just now
+
         for name, module in EXAMPLES.items():
             self._entries[name] = _Entry(find_skill(importlib.import_module(module)), builtin=True)
         for name, source in (await self.store.stored_skills()).items():

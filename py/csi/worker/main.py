@@ -6,14 +6,16 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backends.pyodide import PyodideBackend, PyodideHost, PyodideIndexStore, run_sync
 from ..runtime import Runtime, build_runtime
 from ..skills import interrupts
-from ..skills.engine_csi import EngineCsi
 from ..skills.registry import SkillRunner
 from .app import Post, WorkerApp
+
+if TYPE_CHECKING:
+    from ..skills.engine_csi import EngineCsi
 
 
 def _checked_run_sync(awaitable: Awaitable[Any]) -> Any:
@@ -27,10 +29,12 @@ def _checked_run_sync(awaitable: Awaitable[Any]) -> Any:
 def _inline_runner(runtime: Runtime) -> SkillRunner:
     # JS promise integration: the skill's synchronous CSI calls suspend its stack while the
     # engine (on this same event loop) serves them.
-    csi = runtime.csi(_checked_run_sync)
+    made: list[EngineCsi] = []  # made on first use: the CSI needs pharia-skill, loaded by then
 
     async def run(body: Callable[[EngineCsi], bytes]) -> bytes:
-        return body(csi)
+        if not made:
+            made.append(runtime.csi(_checked_run_sync))
+        return body(made[0])
 
     return run
 
