@@ -78,6 +78,21 @@ def test_a_message_stream_skill_pushes_its_events_as_it_writes_them(sdk_page):
     assert bad["error"]["name"] == "InvalidInputError" and bad["error"]["param"] == "input.topic"
 
 
+def test_the_stream_answer_example_streams_a_sensible_answer(sdk_page):
+    from pharia_skill import ChatParams, Message
+
+    ep = sdk_page
+    events = ep.ok(STREAM, {"name": "stream-answer", "input": {"question": "What is the capital of France?"}})
+    text = "".join(e["text"] for e in events if e["type"] == "message_append")
+    with local_runtime(DIST, [REAL], {}) as (_, csi):
+        reply = csi.chat(REAL, [Message.system("You are a helpful assistant. Answer briefly."),
+                                Message.user("What is the capital of France?")],
+                         ChatParams(max_tokens=96, temperature=0.0))
+    assert text == reply.message.content and "Paris" in text
+    assert events[-1]["payload"] == {"finish_reason": reply.finish_reason.value, "prompt_tokens": reply.usage.prompt,
+                                     "completion_tokens": reply.usage.completion}
+
+
 def test_cancel_and_interrupt_end_a_stream_mid_way_and_the_engine_goes_on(sdk_page):
     ep = sdk_page
     long = sdk_skills.HAIKU_STREAM.replace("max_tokens=40", "max_tokens=300")

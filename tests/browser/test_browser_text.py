@@ -125,15 +125,16 @@ def test_example_skills_run_alike_in_the_browser_and_in_cpython(engine_page):
     from csi.skills.examples import language_sections, reply_in_language, summarize
     from csi.skills.registry import EXAMPLES
 
-    skills = {"summarize": summarize.summarize, "reply-in-language": reply_in_language.reply_in_language,
-              "language-sections": language_sections.language_sections}
-    assert set(skills) == set(EXAMPLES) - {"search-answer"}  # search-answer: tests/test_browser_skills.py
+    skills = {"summarize": summarize, "reply-in-language": reply_in_language, "language-sections": language_sections}
+    # search-answer: tests/test_browser_skills.py; stream-answer: tests/test_browser_sdk_skills.py
+    assert set(skills) == set(EXAMPLES) - {"search-answer", "stream-answer"}
     browser = {name: engine_page.ok("return await engine.skills.run(arg[0], arg[1]);", [name, data])
                for name, data in EXAMPLE_INPUTS.items()}
     with local_csi(DIST, ["tiny-chat", "all-minilm-l6-v2"]) as csi:
         for name, data in EXAMPLE_INPUTS.items():
-            skill = skills[name]
-            assert browser[name] == skill(csi, skill.input_type(**data)).model_dump(mode="json"), name
+            mod = skills[name]
+            skill = getattr(mod, name.replace("-", "_"))
+            assert browser[name] == skill(csi, mod.Input(**data)).model_dump(mode="json"), name
     assert browser["reply-in-language"]["language"] == "deu"
     assert [s["language"] for s in browser["language-sections"]["sections"]] == ["eng", "eng", "fra", "fra"]
     assert browser["summarize"]["chunks"] > 1

@@ -364,10 +364,10 @@ def test_csi_chat_takes_response_format_and_tools(engine):
 
 
 def test_the_skill_sdk_parses_a_pydantic_response_format_and_runs_tools():
+    from pharia_skill import ChatParams, FinishReason, Message, Tool
     from pydantic import BaseModel, Field
 
     from csi.local import local_csi
-    from pharia_skill import ChatParams, FinishReason, Message, Tool
     from tests.support.paths import DIST
 
     class Verdict(BaseModel):

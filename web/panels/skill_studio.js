@@ -1,7 +1,7 @@
 // The skill studio: write a Python skill in a code editor, register it (errors marked on their
 // line), fill the form made from its input schema, run it, see its output or its traceback, stop
 // it. The example skills load in one click. Skill output, errors and descriptions are set only
-// as text. Streaming skills (issue 27) are not shown here yet.
+// as text. A `@message_stream` skill's text is shown as it streams, its end payload after it.
 
 import { find, el } from "./dom.js";
 import { createSkillEditor } from "./skill_editor.js";
@@ -68,7 +68,7 @@ export function mountSkillStudio(root, options = {}) {
   let registering = false;
   let running = false;
   /** The skill the form runs: its name, and the source and schema it was registered with. */
-  let current = /** @type {{name: string, source: string, schema: string}|null} */ (null);
+  let current = /** @type {{name: string, source: string, schema: string, kind: string}|null} */ (null);
   /** @type {ReturnType<typeof schemaForm>} */
   let form = null;
 
@@ -94,7 +94,7 @@ export function mountSkillStudio(root, options = {}) {
   function showForm(name, meta, source) {
     const schema = JSON.stringify(meta.input_schema ?? {});
     const same = current?.name === name && current.schema === schema;
-    current = { name, source, schema };
+    current = { name, source, schema, kind: meta.kind ?? "skill" };
     ui.title.textContent = `Input of ${name}`;
     ui.description.textContent = typeof meta.description === "string" ? meta.description : "";
     if (same && form) return;
@@ -149,7 +149,7 @@ export function mountSkillStudio(root, options = {}) {
         return;
       }
     }
-    const skill = /** @type {{name: string}} */ (current);
+    const skill = /** @type {{name: string, kind: string}} */ (current);
     for (const f of ui.fields.querySelectorAll("[aria-invalid]")) f.removeAttribute("aria-invalid");
     let value;
     try {
@@ -165,8 +165,20 @@ export function mountSkillStudio(root, options = {}) {
     ui.runState.textContent = "running…";
     const started = performance.now();
     try {
-      const out = await engine.skills.run(skill.name, value);
-      ui.output.textContent = JSON.stringify(out, null, 2) ?? "null";
+      if (skill.kind === "message_stream") {
+        let text = "";
+        for await (const event of engine.skills.stream(skill.name, value)) {
+          if (event.type === "message_begin" && text) text += "\n\n";
+          else if (event.type === "message_append") text += event.text;
+          else if (event.type === "message_end" && event.payload != null) {
+            text += `\n\n${JSON.stringify(event.payload, null, 2)}`;
+          }
+          ui.output.textContent = text;
+        }
+      } else {
+        const out = await engine.skills.run(skill.name, value);
+        ui.output.textContent = JSON.stringify(out, null, 2) ?? "null";
+      }
       ui.output.dataset.state = "ok";
       ui.runState.textContent = `done in ${((performance.now() - started) / 1000).toFixed(2)} s`;
     } catch (e) {

@@ -37,6 +37,7 @@ EXAMPLES = {
     "reply-in-language": "csi.skills.examples.reply_in_language",
     "language-sections": "csi.skills.examples.language_sections",
     "search-answer": "csi.skills.examples.search_answer",
+    "stream-answer": "csi.skills.examples.stream_answer",
 }
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 

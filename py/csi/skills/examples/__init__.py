@@ -1,2 +1,2 @@
 """Example skills that ship with csi-web (registered in every engine under their names:
-``summarize``, ``reply-in-language``, ``language-sections``, ``search-answer``)."""
+``summarize``, ``reply-in-language``, ``language-sections``, ``search-answer``, ``stream-answer``)."""
