@@ -68,6 +68,7 @@ def test_a_message_stream_skill_pushes_its_events_as_it_writes_them(sdk_page):
     appends = [e for e in events if e["type"] == "message_append"]
     assert events[-1]["type"] == "message_end" and len(appends) >= 3
     assert appends[0]["at"] < events[-1]["at"] / 2  # the first piece arrives long before the end
+    ep.ok("return await engine.skills.register(arg);", {"name": "haiku", "source": sdk_skills.HAIKU})
     whole = ep.ok("return await engine.skills.run('haiku', arg);", {"topic": "the sea"})
     assert "".join(e["text"] for e in appends).strip() == whole["haiku"]
     assert events[-1]["payload"]["completion_tokens"] >= len(appends)
