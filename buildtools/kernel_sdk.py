@@ -131,7 +131,7 @@ def _build_env(bin_dir: Path) -> dict[str, str]:
     # The CLI runs `pip3` and `componentize-py` from PATH; our PYTHONPATH (py/, the repo) must not leak in.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", VIRTUAL_ENV=str(bin_dir.parent),
-               _TYPER_STANDARD_TRACEBACK="1", NO_COLOR="1", TERM="dumb", COLUMNS="200")
+               _TYPER_STANDARD_TRACEBACK="1", NO_COLOR="1", TERM="dumb", COLUMNS="100", PIP_QUIET="1")
     return env
 
 
@@ -160,3 +160,21 @@ def build_component(skill_file: Path, out_dir: Path) -> Path:
         target = out_dir / wasm.name
         shutil.move(wasm, target)
     return target
+
+
+def main(argv: list[str]) -> int:
+    """``python3 -m buildtools.kernel_sdk SKILL.py [OUT_DIR]``: build one skill file for Pharia Kernel."""
+    if len(argv) not in (1, 2) or not argv[0].endswith(".py"):
+        print("usage: python3 -m buildtools.kernel_sdk SKILL.py [OUT_DIR]", file=sys.stderr)
+        return 2
+    try:
+        wasm = build_component(Path(argv[0]), Path(argv[1] if len(argv) == 2 else "."))
+    except KernelBuildError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(wasm)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

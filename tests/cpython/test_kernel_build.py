@@ -247,6 +247,16 @@ def test_a_skill_importing_requests_is_refused_by_the_sdks_build(sdk: Path, tmp_
     assert not list(tmp_path.glob("*.wasm"))
 
 
+def test_a_failing_build_raises_with_the_commands_stderr(sdk: Path, tmp_path: Path) -> None:
+    skill_file = tmp_path / "lost.py"
+    skill_file.write_text("import no_such_module_q7\n" + (SKILLS / "haiku.py").read_text())
+    with pytest.raises(KernelBuildError) as caught:
+        build_component(skill_file, tmp_path / "out")
+    assert "No module named 'no_such_module_q7'" in caught.value.stderr
+    assert "No module named 'no_such_module_q7'" in str(caught.value)
+    assert not (tmp_path / "out" / "lost.wasm").exists()
+
+
 def test_the_world_comes_from_the_decorator(tmp_path: Path) -> None:
     assert skill_world((SKILLS / "haiku.py").read_text()) == "skill"
     assert skill_world((SKILLS / "relay.py").read_text()) == "message-stream-skill"

@@ -195,10 +195,10 @@ class StreamRecorder:
         return {"[method]stream-output.write": self._write}
 
     def _write(self, store: Any, handle: Any, item: Any) -> None:
-        self.resources.get(store, handle)
+        self.resources.get(store, handle)  # releases the borrow of the output
         # message-item's cases have payloads of distinct Python types, so wasmtime-py lifts it untagged
         if isinstance(item, Record):
-            self.items.append(("begin", item.role))
+            self.items.append(("begin", vars(item)["role"]))
         elif isinstance(item, str):
             self.items.append(("append", item))
         else:
