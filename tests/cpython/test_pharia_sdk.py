@@ -252,3 +252,23 @@ def test_invoke_tool_concurrent_keeps_order_and_reports_failures_as_tool_errors(
         csi.invoke_tool("no_such_tool")
     assert err.value.param == "name"
     assert threading.current_thread() is threading.main_thread()
+
+
+def test_the_files_built_for_pharia_kernel_run_in_csi_web_unchanged(local):
+    """tests/cpython/test_kernel_build.py builds these very files into Kernel components."""
+    from tests.support.paths import ROOT
+
+    runtime, _ = local
+    folder = ROOT / "tests" / "support" / "kernel_skills"
+    reg = runtime.skills
+    run_async(reg.register("kernel-haiku", (folder / "haiku.py").read_text()))
+    run_async(reg.register("kernel-relay", (folder / "relay.py").read_text()))
+    poem = run_async(reg.run("kernel-haiku", {"subject": "snow"}))
+
+    async def relay() -> list[dict[str, Any]]:
+        return [e async for e in await reg.stream("kernel-relay", {"text": "What is the capital of France?"})]
+
+    events = run_async(relay())
+    assert isinstance(poem["text"], str) and poem["text"]
+    assert [e["type"] for e in events][0] == "message_begin" and events[-1]["type"] == "message_end"
+    assert events[-1]["payload"]["finish_reason"] in ("stop", "length")
