@@ -18,13 +18,12 @@ ALLOWED: dict[str, set[str]] = {
     "text": {"core", "errors", "wire"},
     "index": {"text", "core", "errors", "wire"},
     "faces": {"index", "text", "core", "errors", "wire"},
-    "sdk": {"errors", "wire"},
-    "skills": {"faces", "index", "text", "core", "sdk", "errors", "wire"},
+    "skills": {"faces", "index", "text", "core", "errors", "wire"},
     "testing": {"core", "errors"},
-    "runtime": {"skills", "faces", "index", "text", "core", "sdk", "errors", "wire"},
+    "runtime": {"skills", "faces", "index", "text", "core", "errors", "wire"},
     "backends": {"index", "core", "errors", "wire"},
-    "local": {"runtime", "backends", "skills", "sdk", "core", "errors"},
-    "worker": {"runtime", "backends", "skills", "faces", "index", "text", "core", "sdk", "errors", "wire"},
+    "local": {"runtime", "backends", "skills", "core", "errors"},
+    "worker": {"runtime", "backends", "skills", "faces", "index", "text", "core", "errors", "wire"},
     "__init__": {"runtime", "core", "errors"},
 }
 
@@ -66,7 +65,7 @@ def part(module: str) -> str:
 
 
 def test_the_layout_has_the_parts_the_architecture_names() -> None:
-    for sub in ["core", "text", "text/tables", "index", "faces/openai", "faces/pharia", "skills", "sdk", "backends",
+    for sub in ["core", "text", "text/tables", "index", "faces/openai", "faces/pharia", "skills", "backends",
                 "worker"]:
         assert (PACKAGE / sub / "__init__.py").exists(), sub
     assert not [p.name for p in PACKAGE.glob("*.py")
@@ -128,10 +127,17 @@ def test_faces_never_reach_the_backend_and_the_engine_knows_no_api() -> None:
     assert not {t for t in engine if part(t) in {"faces", "index", "text", "skills", "runtime"}}
 
 
-def test_the_sdk_depends_on_nothing_server_side() -> None:
-    for module, targets in graph().items():
-        if part(module) == "sdk":
-            assert {part(t) for t in targets} <= {"sdk", "errors", "wire"}, module
+def test_the_worker_boots_without_pharia_skill() -> None:
+    """The SDK is fetched the first time a skill is used: nothing the worker imports at boot may
+    import it (the modules that do are loaded by the skill registry once it is there)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import csi.worker.app, csi.worker.routes, csi.runtime, csi.skills.registry; "
+            "print('pharia_skill' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={"PYTHONPATH": str(PACKAGE.parent)}, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_only_the_pyodide_backend_package_imports_pyodide_or_js() -> None:

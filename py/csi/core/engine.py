@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import cast
 
 from ..errors import ContextWindowExceededError, InvalidInputError, ModelLoadError, ModelNotSupportedError
+from .aliases import MODEL_ID, ModelAliases
 from .backend import Backend, Embeddings, ModelInfo, ProgressFn
 from .decode import GenerationStats, decode
 from .generation import ChoiceEvent, Generation, Guts
@@ -25,9 +26,7 @@ from .tools import detect_format, template_messages, tool_grammar
 MAX_MODELS = 8
 MAX_ABORTED = 1024
 
-HUB_URL = re.compile(r"https?://[^\s/?#]+(/[^\s?#]*)?", re.ASCII)
-"""A Hub mirror's base URL; the length is checked separately."""
-MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?")
+HUB_URL = re.compile(r"https?://[^\s/?#]+(/[^\s?#]*)?", re.ASCII)  # a Hub mirror's base URL (length apart)
 
 
 class Engine:
@@ -48,8 +47,7 @@ class Engine:
         """Model id -> the request whose generation holds the model's lock."""
         self._wakers: set[asyncio.Future[None]] = set()
         """Generations waiting for a model: woken by ``interrupt()`` and ``abort()``."""
-        self.aliases: dict[str, str] = {}
-        """Model names requests may use -> the model id that serves them (``set_aliases``)."""
+        self.aliases = ModelAliases()  # other names for loaded models
 
     @property
     def models(self) -> Mapping[str, ModelInfo]:
@@ -205,35 +203,12 @@ class Engine:
     # ---- lookups -------------------------------------------------------------------------------
 
     async def set_aliases(self, aliases: Mapping[str, str]) -> dict[str, str]:
-        """Let requests name a model by another name (a skill's ``llama-3.1-8b-instruct`` served by
-        ``smollm2-135m-instruct``); replaces the aliases set before. A loaded model's own id wins
-        over an alias of the same name."""
-        for alias, target in aliases.items():
-            param = f"aliases.{alias}"
-            if not alias.strip() or len(alias) > 256:
-                raise InvalidInputError("an alias is a model name of 1 to 256 characters", param)
-            if not isinstance(target, str) or not MODEL_ID.fullmatch(target):
-                raise InvalidInputError(f"alias {alias!r} must name a model id, not {target!r}", param)
-            if target in aliases:
-                raise InvalidInputError(f"alias {alias!r} names {target!r}, itself an alias: name the model", param)
-        self.aliases = dict(aliases)
-        return self.aliases
+        """Let requests name a model by another name (``ModelAliases.set``)."""
+        return self.aliases.set(aliases)
 
     def alias_of(self, name: str) -> str:
         """The model id ``name`` stands for (itself unless it is an alias of another)."""
-        return name if name in self._models else self.aliases.get(name, name)
-
-    def _not_served(self, requested: str) -> ModelNotSupportedError:
-        loaded = ", ".join(self._models) or "none"
-        target = self.aliases.get(requested)
-        if target is not None:
-            return ModelNotSupportedError(f"model {requested!r} is an alias of {target!r}, which is not loaded "
-                                          f"(loaded: {loaded})", "model")
-        example = next(iter(self._models), "a-loaded-model")
-        return ModelNotSupportedError(
-            f"model {requested!r} is not loaded (loaded: {loaded}). To serve it with a loaded model, alias it: "
-            f"CreateWebWorkerEngine(worker, models, {{modelAliases: {{{requested!r}: {example!r}}}}}) in the "
-            f"browser, local_csi(site, models, aliases={{{requested!r}: {example!r}}}) in CPython", "model")
+        return name if name in self._models else self.aliases.target(name)
 
     def resolve_model(self, requested: str | None, kind: str) -> ModelInfo:
         """The loaded model ``requested`` of this kind; ``None``: the only one loaded (param ``model``)."""
@@ -247,7 +222,7 @@ class Engine:
             raise InvalidInputError(f"several {kind} models are loaded ({names}): say which with `model`", "model")
         info = self._models.get(self.alias_of(requested))
         if info is None:
-            raise self._not_served(requested)
+            raise self.aliases.not_served(requested, list(self._models))
         if info.kind != kind:
             raise ModelNotSupportedError(f"model {requested!r} is a {info.kind} model, not a {kind} model", "model")
         return info
