@@ -5,8 +5,10 @@
 //
 // It also keeps the site for offline use: the app shell and runtime that site-manifest.json lists
 // (written by buildtools/site.py, which stamps SITE_VERSION below) are stored when a version
-// installs, in the cache "csi-site-<version>", and answered from it first. Models are not stored
-// here: the worker's transformers.js keeps every model file it loads in "transformers-cache".
+// installs, in the cache "csi-site-<version>", and answered from it first; the files it lists as
+// "lazy" (the language data, the wheels of the packages skills import) are stored there once
+// fetched. Models are not stored here: the worker's transformers.js keeps every model file it
+// loads in "transformers-cache".
 //
 // Host protocol (page <-> here, on the page's port):
 //   here -> page  {type: "request", id, method, path, body}   body: the request's text
