@@ -29,7 +29,7 @@ import jinja2
 import markupsafe
 from pydantic import BaseModel
 
-from csi.sdk import Csi, skill
+from pharia_skill import Csi, skill
 
 
 class Input(BaseModel):
@@ -54,7 +54,7 @@ def render(csi: Csi, input: Input) -> Output:
 YAML = '''
 from pydantic import BaseModel
 
-from csi.sdk import Csi, skill
+from pharia_skill import Csi, skill
 
 
 class Input(BaseModel):
@@ -102,7 +102,7 @@ import json
 
 from pydantic import BaseModel
 
-from csi.sdk import Csi, skill
+from pharia_skill import Csi, skill
 
 
 class Input(BaseModel):
@@ -122,7 +122,7 @@ def sdk_facts(csi: Csi, input: Input) -> Output:
 NUMPY = '''
 from pydantic import BaseModel
 
-from csi.sdk import Csi, skill
+from pharia_skill import Csi, skill
 
 
 class Input(BaseModel):
@@ -155,14 +155,15 @@ def test_packages_load_when_a_skill_imports_them_once_each_and_render_as_in_cpyt
                                                                                     site_url: str) -> None:
     assert fetched(page.requests) == []  # not at boot
     page.ok(REGISTER, {"name": "echo", "source": ECHO})
-    assert fetched(page.requests) == []  # nor for a skill that imports none
+    sdk = "pharia_skill-0.20.0-py3-none-any.whl"
+    assert sorted(fetched(page.requests)) == ["index.json", sdk]  # the SDK only, once skills are used
 
     # two skills that import jinja2, registered at once: one load, which both wait for
     metas = page.ok("return await Promise.all(arg.map((s) => engine.skills.register(s)));",
                     [{"name": "render", "source": JINJA}, {"name": "render-2", "source": JINJA}])
     assert [m["name"] for m in metas] == ["render", "render-2"]
     assert sorted(fetched(page.requests)) == ["index.json", "jinja2-3.1.6-py3-none-any.whl",
-                                              "markupsafe-3.0.3-py3-none-any.whl"]
+                                              "markupsafe-3.0.3-py3-none-any.whl", sdk]
     out = page.ok("return await engine.skills.run('render', arg);", {"template": TEMPLATE, "items": ITEMS})
     want = jinja2.Environment(autoescape=True).from_string(TEMPLATE).render(items=ITEMS, note=markupsafe.Markup("<hr>"))
     assert out == {"html": want, "escape": "markupsafe._native"}  # markupsafe without its C speedups
@@ -170,7 +171,8 @@ def test_packages_load_when_a_skill_imports_them_once_each_and_render_as_in_cpyt
 
     page.ok(REGISTER, {"name": "yaml-tour", "source": YAML})
     assert sorted(fetched(page.requests)) == ["index.json", "jinja2-3.1.6-py3-none-any.whl",
-                                              "markupsafe-3.0.3-py3-none-any.whl", "pyyaml-6.0.3-py3-none-any.whl"]
+                                              "markupsafe-3.0.3-py3-none-any.whl", sdk,
+                                              "pyyaml-6.0.3-py3-none-any.whl"]
     data = yaml.safe_load(DOC)
     listing = jinja2.Template("{% for k, v in data | dictsort %}{{ k }}={{ v }};{% endfor %}").render(data=data)
     assert page.ok("return await engine.skills.run('yaml-tour', arg);", {"doc": DOC}) == {
