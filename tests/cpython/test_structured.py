@@ -363,37 +363,6 @@ def test_csi_chat_takes_response_format_and_tools(engine):
     assert err.value.param == "requests[0].params.tool_choice.function.name"
 
 
-def test_the_skill_sdk_parses_a_pydantic_response_format_and_runs_tools():
-    from pharia_skill import ChatParams, FinishReason, Message, Tool
-    from pydantic import BaseModel, Field
-
-    from csi.local import local_csi
-    from tests.support.paths import DIST
-
-    class Verdict(BaseModel):
-        answer: str = Field(pattern="^(yes|no)$")
-        confidence: int = Field(ge=0, le=10)
-
-    with local_csi(DIST, ["tiny-chat"]) as csi:
-        response = csi.chat("tiny-chat", [Message.user("Is water wet?")],
-                            ChatParams(max_tokens=48, response_format=Verdict))
-        assert response.finish_reason == FinishReason.STOP
-        assert isinstance(response.message.parsed, Verdict)
-        assert response.message.parsed == Verdict.model_validate_json(response.message.content or "")
-
-        weather = Tool("get_weather", "The weather in a city", SCHEMAS["get_weather"])
-        first = csi.chat("tiny-chat", [Message.user("Weather in Rome?")],
-                         ChatParams(max_tokens=160, tools=[weather], tool_choice="required"))
-        assert first.finish_reason == FinishReason.TOOL_CALLS
-        call = (first.message.tool_calls or [])[0]
-        assert call.name == "get_weather" and valid(call.arguments, SCHEMAS["get_weather"])
-        second = csi.chat("tiny-chat", [Message.user("Weather in Rome?"), first.message,
-                                        Message.tool('{"celsius": 18}', call.id)],
-                          ChatParams(max_tokens=8, tools=[weather], tool_choice="none"))
-        assert second.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)
-        assert isinstance(second.message.content, str)
-
-
 def test_the_official_openai_clients_bodies_are_accepted_as_they_are(engine):
     import subprocess
 
