@@ -500,6 +500,22 @@ export type ToolMessage = {
   tool_call_id: string;
 };
 
+/**
+ * `tools_remove`: the tool's name.
+ */
+export type ToolName = {
+  name: string;
+};
+
+/**
+ * `tools_register`: a tool the page runs (its function stays on the page), by `name`.
+ */
+export type ToolRegisterRequest = {
+  name: string;
+  description?: string;
+  input_schema: {[key: string]: JsonValue};
+};
+
 export type TopLogprobs = {
   top: number;
 };
@@ -540,6 +556,8 @@ export interface Requests {
   skills_metadata: SkillName;
   skills_run: SkillRunRequest;
   skills_remove: SkillName;
+  tools_register: ToolRegisterRequest;
+  tools_remove: ToolName;
   cancel: CancelRequest;
 }
 

@@ -8,6 +8,7 @@ import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
 import { Bridge, SITE_MODELS_LISTED } from "./bridge/index.js";
 import { Host } from "./host.js";
 import { setLogitProcessorRegistry } from "./logit_processors.js";
+import { PageTools } from "./page_tools.js";
 
 export { setLogitProcessorRegistry };
 
@@ -33,6 +34,9 @@ function post(message) {
 function bootProgress(id, stage, loaded = 0, total = 1) {
   post({ id, type: "progress", progress: { stage, file: null, loaded, total, model: null } });
 }
+
+/** The page's tools: calls posted to the page, and its answers awaited (by Python). */
+const pageTools = new PageTools(post);
 
 /** @type {Uint8Array|null} Pyodide's interrupt flag, shared with the page (cross-origin isolated sites) */
 let interruptBuffer = null;
@@ -93,7 +97,7 @@ async function boot(id) {
   const mod = pyodide.pyimport("csi.worker.main");
   /** @type {App} */
   const created = mod.create_app(new Bridge(), new Host(), post,
-    () => (pageInterrupts ? Atomics.load(pageInterrupts, 0) : 0));
+    () => (pageInterrupts ? Atomics.load(pageInterrupts, 0) : 0), pageTools);
   mod.destroy();
   // only now: Python's handler aims each interrupt at the skill it is for (csi.skills.interrupts)
   if (interruptBuffer) pyodide.setInterruptBuffer(interruptBuffer);
@@ -131,6 +135,10 @@ async function onMessage(event) {
       pageInterrupts = new Int32Array(data.buffer, 4, 1);
       if (app) pyodideInstance?.setInterruptBuffer(interruptBuffer);
     }
+    return;
+  }
+  if (data?.type === "tool_result") { // the page's answer to a tool call (an object, not JSON text)
+    pageTools.settle(data);
     return;
   }
   if (ended) return;

@@ -62,6 +62,14 @@ class InternalError(CsiError):
     name = "InternalError"
 
 
+class AbortError(CsiError):
+    """Work was stopped before it finished: its request was cancelled, or ``interruptGenerate()``
+    was called (an index write between two batches, a tool call while the tool ran). Named as the
+    DOM names an aborted call."""
+
+    name = "AbortError"
+
+
 class SkillError(InternalError):
     """A skill raised (its code, or a CSI call it let through): the skill's fault, not the engine's.
     The seed's skill handler reports it as its ``internal`` error."""

@@ -13,6 +13,7 @@ from .core.engine import Engine
 from .core.host import Host
 from .index.store import IndexStore
 from .skills.engine_csi import EngineCsi, RunSync, loop_run_sync
+from .skills.page_tools import ToolRegistry
 from .skills.registry import SkillRegistry, SkillRunner
 from .text.services import TextServices
 
@@ -29,6 +30,8 @@ class Runtime:
     store: IndexStore | None
     """Where documents are kept (``None``: in memory)."""
     skills: SkillRegistry = field(init=False)
+    tools: ToolRegistry = field(init=False)
+    """The tools skills call (the page's, in the worker)."""
     _index: DocumentIndex | None = field(default=None, init=False)
 
     @property
@@ -64,4 +67,5 @@ def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
     text = TextServices(backend, host, lambda: engine.models)
     runtime = Runtime(engine, text, store)
     runtime.skills = SkillRegistry(host, skill_runner(runtime), engine)
+    runtime.tools = ToolRegistry(engine)
     return runtime

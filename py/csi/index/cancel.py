@@ -7,18 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import CsiError
+from ..errors import AbortError
 
 if TYPE_CHECKING:
     from ..core.engine import Engine
     from ..core.scope import Scope
-
-
-class AbortError(CsiError):
-    """An index write was stopped (cancelled, or ``interruptGenerate()``); the message says what
-    was committed before it stopped. Named as the DOM names an aborted call."""
-
-    name = "AbortError"
 
 
 @dataclass
