@@ -77,6 +77,15 @@ class SkillError(InternalError):
     name = "SkillError"
 
 
+class ToolFailed(Exception):  # noqa: N818 - pharia-skill's ToolError is made of it
+    """A tool a skill called failed itself: it raised or rejected (``message`` is its own), or
+    returned what is not JSON. Not a ``CsiError``: the skill gets it as a ``ToolError``, and may go on."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 class SkillInterrupt(BaseException):  # noqa: N818 - like KeyboardInterrupt, not an error of the skill
     """Raised inside a skill's own code when its run must stop (time limit, ``interruptGenerate()``,
     cancel); a ``BaseException`` so that the skill's ``except Exception`` lets it through."""

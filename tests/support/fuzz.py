@@ -61,6 +61,10 @@ def templates(chat: str, embed: str) -> dict[str, dict[str, Any]]:
         "skills_metadata": {"request": {"name": "summarize"}},
         "skills_run": {"request": {"name": "summarize", "input": {"text": "a"}}},
         "skills_remove": {"request": {"name": "fuzzed"}},
+        "tools_register": {"request": {"name": "fuzzed", "description": "d", "input_schema": {
+            "type": "object", "properties": {"city": {"type": "string", "maxLength": 9}}, "required": ["city"]}}},
+        "tools_list": {},
+        "tools_remove": {"request": {"name": "fuzzed"}},
         "reset_chat": {},
         "unload": {},
         "cancel": {"request": {"target": "r1"}},

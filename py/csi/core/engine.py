@@ -123,26 +123,12 @@ class Engine:
         """Whether ``abort(request_id)`` was called (and the request is not answered yet)."""
         return request_id in self._aborted
 
-    def cancel_reason(self, scope: Scope) -> str | None:
-        """Why the work of ``scope`` must stop (``abort(scope.request_id)``, or an ``interrupt()``
-        after ``scope.epoch``), or ``None``."""
-        if scope.request_id is not None and scope.request_id in self._aborted:
-            return "was cancelled"
-        if scope.epoch is not None and self._interrupt_epoch != scope.epoch:
-            return "was stopped by interruptGenerate()"
-        return None
-
-    async def wait_cancelled(self, scope: Scope) -> str:
-        """Return once the work of ``scope`` must stop, with ``cancel_reason``: for work the engine
-        does not run itself (a page's tool), raced against it."""
-        while (reason := self.cancel_reason(scope)) is None:
-            waker = asyncio.get_running_loop().create_future()
-            self._wakers.add(waker)
-            try:
-                await waker
-            finally:
-                self._wakers.discard(waker)
-        return reason
+    def next_cancel(self) -> asyncio.Future[None]:
+        """A future resolved at the next ``interrupt()`` or ``abort()``; cancel it to stop waiting."""
+        waker = asyncio.get_running_loop().create_future()
+        self._wakers.add(waker)
+        waker.add_done_callback(self._wakers.discard)
+        return waker
 
     def _wake(self) -> None:
         wakers, self._wakers = self._wakers, set()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from json import dumps
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import AbortError, InvalidInputError
+from ..errors import AbortError, InvalidInputError, ToolFailed
 from .tool_schema import Validator, check_arguments, compile_input_schema
 
 if TYPE_CHECKING:
@@ -30,6 +30,9 @@ Invoker = Callable[[dict[str, Any]], Any]
 PageCall = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """Asks the page to run its tool ``name`` on ``arguments``; the page's result (a JSON value), or
 ``ToolFailed`` with the message of what the page's function threw."""
+
+__all__ = ["Invoker", "PageCall", "ToolFailed", "ToolRegistry", "ToolSpec", "page_invoker", "parse_spec",
+           "tool_contents"]
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SPEC_FIELDS = ("name", "description", "input_schema")
@@ -47,21 +50,36 @@ class ToolSpec:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 
 
-class ToolFailed(Exception):  # noqa: N818 - the SDK's ToolError is made of it
-    """The tool itself failed: it raised or rejected (``message`` is its own), or returned what is
-    not JSON. Not a ``CsiError``: a skill gets it as pharia-skill's ``ToolError``, and may go on."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
 class CancelWatch(Protocol):
     """What tells a call that its scope is cancelled (the engine)."""
 
-    def cancel_reason(self, scope: Scope) -> str | None: ...
+    @property
+    def interrupt_epoch(self) -> int: ...
 
-    async def wait_cancelled(self, scope: Scope) -> str: ...
+    def is_aborted(self, request_id: str) -> bool: ...
+
+    def next_cancel(self) -> asyncio.Future[None]: ...
+
+
+def cancel_reason(watch: CancelWatch, scope: Scope) -> str | None:
+    """Why work serving ``scope`` must stop (its message was cancelled, or ``interruptGenerate()``
+    came after it), or ``None``."""
+    if scope.request_id is not None and watch.is_aborted(scope.request_id):
+        return "was cancelled"
+    if scope.epoch is not None and watch.interrupt_epoch != scope.epoch:
+        return "was stopped by interruptGenerate()"
+    return None
+
+
+async def wait_cancelled(watch: CancelWatch, scope: Scope) -> str:
+    """Return once work serving ``scope`` must stop: why."""
+    while (reason := cancel_reason(watch, scope)) is None:
+        waker = watch.next_cancel()
+        try:
+            await waker
+        finally:
+            waker.cancel()
+    return reason
 
 
 @dataclass(frozen=True)
@@ -168,7 +186,7 @@ class ToolRegistry:
             raise InvalidInputError(f"there is no tool named {name!r}", "name")
         check_arguments(entry.validator, arguments)
         watch = self._cancels if scope is not None else None
-        if watch is not None and scope is not None and (reason := watch.cancel_reason(scope)) is not None:
+        if watch is not None and scope is not None and (reason := cancel_reason(watch, scope)) is not None:
             raise AbortError(f"the call of tool {name!r} {reason} before it started")
         try:
             out = entry.invoke(arguments)
@@ -182,7 +200,7 @@ class ToolRegistry:
                       scope: Scope | None) -> Any:
         """The tool's result, or ``AbortError`` as soon as ``scope`` is cancelled (the tool's
         task is cancelled then, and whatever it ends with is dropped)."""
-        cancelled = None if watch is None or scope is None else asyncio.ensure_future(watch.wait_cancelled(scope))
+        cancelled = None if watch is None or scope is None else asyncio.ensure_future(wait_cancelled(watch, scope))
         try:
             await asyncio.wait([task] if cancelled is None else [task, cancelled],
                                return_when=asyncio.FIRST_COMPLETED)

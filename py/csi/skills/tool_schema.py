@@ -2,15 +2,18 @@
 arguments turned into an ``InvalidInputError`` whose ``param`` names the field
 (``arguments.city``, ``arguments.items[2]``).
 
-JSON Schema 2019-09 unless ``$schema`` names draft 4, 6 or 7; ``format`` is an annotation (the
-specification's default), not checked; ``default`` is never written into the arguments. Only
-references inside the schema (``#...``) are followed: nothing is fetched.
+The dialect is JSON Schema 2019-09 (draft 4, 6 or 7 when ``$schema`` names one). fastjsonschema
+implements the draft 7 keywords; a 2019-09/2020-12 keyword it would silently skip is refused
+(naming it) rather than left unchecked, and keywords beside a ``$ref`` apply, as 2019-09 says.
+``format``, ``contentEncoding`` and ``contentMediaType`` are annotations, not checked; ``default``
+is never written into the arguments. Only references inside the schema (``#...``) are followed:
+nothing is fetched.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from json import dumps, loads
 from typing import Any
 
@@ -19,6 +22,17 @@ from ..errors import InvalidInputError
 Validator = Callable[[Any], Any]
 
 _INDEX = re.compile(r"\[(\d+)\]")
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
+_SCHEMA_ITEMS = ("additionalProperties", "additionalItems", "items", "contains", "propertyNames", "if", "then",
+                 "else", "not", "unevaluatedProperties", "unevaluatedItems")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "items", "prefixItems")
+UNSUPPORTED = ("dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems", "minContains",
+               "maxContains", "prefixItems", "$recursiveRef", "$dynamicRef")
+"""2019-09 and 2020-12 keywords fastjsonschema does not implement (it would skip them)."""
+_NOT_CHECKED = ("format", "contentEncoding", "contentMediaType")
+_BESIDE_REF = {"$ref", "$id", "$schema", "$defs", "definitions", "$anchor", "$comment", "title", "description",
+               "default", "examples", "deprecated", "readOnly", "writeOnly"}
+"""What stays beside a ``$ref`` when the other keywords move into an ``allOf`` with it."""
 
 
 def _refuse_remote(uri: str) -> Any:
@@ -29,19 +43,44 @@ def _refuse_remote(uri: str) -> Any:
 _NO_FETCH = {scheme: _refuse_remote for scheme in ("http", "https", "ftp", "file", "data", "")}
 
 
-def _remote_ref(schema: Any, path: str) -> str | None:
-    """The field path of the first ``$ref`` that leaves the schema, if any."""
-    stack = [(schema, path)]
+def _subschemas(schema: Any, path: str) -> Iterator[tuple[dict[str, Any], str]]:
+    """Every (sub)schema object of ``schema`` with its field path, found through the keywords
+    that hold schemas (never inside ``const``, ``enum``, ``default`` or ``examples``, which hold data)."""
+    stack: list[tuple[Any, str]] = [(schema, path)]
     while stack:
         node, at = stack.pop()
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and not ref.startswith("#"):
-                return f"{at}.$ref"
-            stack.extend((v, f"{at}.{k}") for k, v in node.items())
-        elif isinstance(node, list):
-            stack.extend((v, f"{at}[{i}]") for i, v in enumerate(node))
-    return None
+        if not isinstance(node, dict):
+            continue  # true/false, or not a schema at all (the compiler says so)
+        yield node, at
+        for key, value in node.items():
+            if key in _SCHEMA_MAPS and isinstance(value, dict):
+                stack.extend((v, f"{at}.{key}.{k}") for k, v in value.items())
+            if key in _SCHEMA_ITEMS:
+                stack.append((value, f"{at}.{key}"))
+            if key in _SCHEMA_LISTS and isinstance(value, list):
+                stack.extend((v, f"{at}.{key}[{i}]") for i, v in enumerate(value))
+
+
+def _dialect_2019(schema: dict[str, Any]) -> bool:
+    """Whether ``schema`` is read as 2019-09 (and not as the draft 4, 6 or 7 its ``$schema`` names)."""
+    named = schema.get("$schema", "")
+    return not (isinstance(named, str) and any(d in named for d in ("draft-04", "draft-06", "draft-07")))
+
+
+def _checked(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` as fastjsonschema is given it: annotations it would check left out, and in
+    2019-09 the keywords beside a ``$ref`` moved into an ``allOf`` with it (draft 7 skips them)."""
+    copy = loads(dumps(schema))
+    modern = _dialect_2019(copy)
+    for node, _ in list(_subschemas(copy, "")):
+        for key in _NOT_CHECKED:
+            if isinstance(node.get(key), str):
+                del node[key]
+        if modern and isinstance(node.get("$ref"), str):
+            moved = {k: node.pop(k) for k in list(node) if k not in _BESIDE_REF}
+            if moved:
+                node["allOf"] = [{"$ref": node.pop("$ref")}, moved]
+    return copy
 
 
 def compile_input_schema(schema: Any) -> tuple[dict[str, Any], Validator]:
@@ -57,14 +96,20 @@ def compile_input_schema(schema: Any) -> tuple[dict[str, Any], Validator]:
     if kind != "object" and not (isinstance(kind, list) and "object" in kind):
         raise InvalidInputError("`input_schema.type` must be \"object\": a tool's arguments are an object",
                                 "input_schema.type")
-    remote = _remote_ref(copy, "input_schema")
-    if remote is not None:
-        raise InvalidInputError(f"`{remote}` leaves the schema: only references starting with '#' are followed",
-                                remote)
+    modern = _dialect_2019(copy)
+    for node, at in _subschemas(copy, "input_schema"):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and not ref.startswith("#"):
+            raise InvalidInputError(f"`{at}.$ref` leaves the schema: only references starting with '#' are "
+                                    "followed", f"{at}.$ref")
+        skipped = [k for k in UNSUPPORTED if k in node] if modern else []
+        if skipped:
+            raise InvalidInputError(f"`{at}.{skipped[0]}` is not supported: tool schemas are checked with the "
+                                    "JSON Schema draft 7 keywords", f"{at}.{skipped[0]}")
     import fastjsonschema  # noqa: PLC0415 - shipped to the worker when tools are first used
 
     try:
-        validator = fastjsonschema.compile(copy, handlers=_NO_FETCH, use_default=False, use_formats=False)
+        validator = fastjsonschema.compile(_checked(copy), handlers=_NO_FETCH, use_default=False, use_formats=False)
     except InvalidInputError:
         raise
     except Exception as exc:  # noqa: BLE001 - the compiler fails in many ways on a bad schema
@@ -124,6 +169,12 @@ def _field_error(exc: Any, arguments: Any) -> InvalidInputError:
         extra = [k for k in node if k not in known and not any(re.search(p, k) for p in patterns)]
         if extra:
             return InvalidInputError(f"`{path}.{extra[0]}` is not a field the tool takes", f"{path}.{extra[0]}")
+    if exc.rule == "dependencies" and isinstance(node, dict):
+        for key, needs in definition.get("dependencies", {}).items():
+            missing = [k for k in needs if k not in node] if key in node and isinstance(needs, list) else []
+            if missing:
+                return InvalidInputError(f"`{path}.{missing[0]}` is required when `{path}.{key}` is given",
+                                         f"{path}.{missing[0]}")
     message = str(exc.message)
     said = message[len(exc.name):] if exc.name and message.startswith(exc.name) else f": {message}"
     return InvalidInputError(f"`{path}`{said}", path)

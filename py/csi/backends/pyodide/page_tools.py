@@ -10,7 +10,7 @@ from typing import Any
 
 from pyodide.ffi import JsException
 
-from ...skills.page_tools import ToolFailed
+from ...errors import ToolFailed
 
 
 class PyodidePageTools:
