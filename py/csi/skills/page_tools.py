@@ -71,17 +71,6 @@ def cancel_reason(watch: CancelWatch, scope: Scope) -> str | None:
     return None
 
 
-async def wait_cancelled(watch: CancelWatch, scope: Scope) -> str:
-    """Return once work serving ``scope`` must stop: why."""
-    while (reason := cancel_reason(watch, scope)) is None:
-        waker = watch.next_cancel()
-        try:
-            await waker
-        finally:
-            waker.cancel()
-    return reason
-
-
 @dataclass(frozen=True)
 class _Entry:
     spec: ToolSpec
@@ -136,12 +125,6 @@ def _failure(exc: BaseException) -> ToolFailed:
     return ToolFailed(message if isinstance(message, str) and message else str(exc) or type(exc).__name__)
 
 
-def _drop(task: asyncio.Future[Any]) -> None:
-    """A call given up on: whatever it ends with is not an unhandled error."""
-    if not task.cancelled():
-        task.exception()
-
-
 def page_invoker(call_page: PageCall | None, name: str) -> Invoker:
     """The invoker of the page's tool ``name``: ``call_page`` asks the page (``None``: there is no page)."""
 
@@ -193,36 +176,50 @@ class ToolRegistry:
         except Exception as exc:  # noqa: BLE001 - whatever the tool raised is its failure
             raise _failure(exc) from None
         if inspect.isawaitable(out):
-            out = await self._settle(name, asyncio.ensure_future(out), watch, scope)
+            out = await self._settle(name, out, watch, scope)
         return tool_contents(out)
 
-    async def _settle(self, name: str, task: asyncio.Future[Any], watch: CancelWatch | None,
+    async def _settle(self, name: str, awaitable: Awaitable[Any], watch: CancelWatch | None,
                       scope: Scope | None) -> Any:
-        """The tool's result, or ``AbortError`` as soon as ``scope`` is cancelled (the tool's
-        task is cancelled then, and whatever it ends with is dropped)."""
-        cancelled = None if watch is None or scope is None else asyncio.ensure_future(wait_cancelled(watch, scope))
+        """What the tool's awaitable ends with; ``AbortError`` once ``scope`` is cancelled. As
+        ``asyncio.timeout`` does, the call's own task is cancelled then (the tool sees
+        ``CancelledError`` where it waits), so the tool runs in that task, with no task of its own:
+        each task and wait costs browser tasks in Pyodide, where a page tool's call is a few ms."""
+        task = asyncio.current_task()
+        due: list[str] = []
+        waker: asyncio.Future[None] | None = None
+
+        def on_cancel(_: asyncio.Future[None]) -> None:
+            nonlocal waker
+            if waker is None:
+                return  # the call has ended
+            reason = cancel_reason(watch, scope) if watch is not None and scope is not None else None
+            if reason is None:  # an interrupt or cancel for other work
+                waker = watch.next_cancel() if watch is not None else None
+                if waker is not None:
+                    waker.add_done_callback(on_cancel)
+            elif task is not None:
+                due.append(reason)
+                task.cancel()
+
+        if watch is not None and scope is not None and task is not None:
+            waker = watch.next_cancel()
+            waker.add_done_callback(on_cancel)
         try:
-            await asyncio.wait([task] if cancelled is None else [task, cancelled],
-                               return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:  # this call itself was cancelled: so is the tool
-            task.cancel()
-            task.add_done_callback(_drop)
-            if cancelled is not None:
-                cancelled.cancel()
+            return await awaitable
+        except asyncio.CancelledError:
+            if due and task is not None and task.uncancel() == 0:
+                raise AbortError(f"the call of tool {name!r} {due[0]} while the tool ran") from None
             raise
-        if not task.done():
-            task.cancel()
-            task.add_done_callback(_drop)
-            assert cancelled is not None
-            raise AbortError(f"the call of tool {name!r} {cancelled.result()} while the tool ran")
-        if cancelled is not None:
-            cancelled.cancel()
-        if task.cancelled():
-            raise ToolFailed(f"tool {name!r} was cancelled by its own code")
-        exc = task.exception()
-        if exc is not None:
+        except Exception as exc:  # noqa: BLE001 - whatever the tool raised is its failure
+            if due and task is not None:  # it failed while being cancelled: the cancel is what happened
+                task.uncancel()
+                raise AbortError(f"the call of tool {name!r} {due[0]} while the tool ran") from None
             raise _failure(exc) from None
-        return task.result()
+        finally:
+            ended, waker = waker, None
+            if ended is not None:
+                ended.cancel()
 
     def list(self) -> list[ToolSpec]:  # last: below, `list` would name this method
         """Every tool, by name."""
