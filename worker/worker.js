@@ -2,7 +2,8 @@
 // /wheels/wheels.json (pydantic, pydantic_core for Pyodide, their deps, our csi wheel), and hands
 // every page message to the app of csi.worker.main. Python answers control messages (interrupt,
 // cancel, boot_timings) at once, schedules the others on its event loop, and posts every reply
-// itself (as JSON text). The message protocol is declared in protocol.js.
+// itself (as JSON text). The message protocol is declared in protocol.js. The page's answers to
+// tool calls (`tool_result`) are read here, in JS (page_tools.js), whatever Python is doing.
 
 import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
 import { Bridge, SITE_MODELS_LISTED } from "./bridge/index.js";

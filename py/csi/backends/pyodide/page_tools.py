@@ -22,7 +22,7 @@ class PyodidePageTools:
 
     async def __call__(self, name: str, arguments: dict[str, Any]) -> Any:
         call = next(self._ids)
-        promise = self._js.call(call, name, dumps(arguments, ensure_ascii=False, allow_nan=False))
+        promise = self._js.call(call, name, dumps(arguments, allow_nan=False))  # ASCII: lone surrogates cross too
         try:
             text = await promise
         except JsException as exc:
