@@ -21,6 +21,7 @@ import { openaiApi } from "./client/openai_api.js";
 import { remoteApi } from "./client/remote_api.js";
 import { interruptSkills, PythonInterrupts, skillsApi } from "./client/skills_api.js";
 import { spinApi } from "./client/spin_api.js";
+import { toolsApi } from "./client/tools_api.js";
 import { WorkerClient } from "./client/worker_client.js";
 
 /**
@@ -100,12 +101,14 @@ export class WebWorkerEngine {
     this.index = indexApi(this.client);
     /** Skills: Python functions decorated with pharia-skill's `@skill` / `@message_stream`, kept in IndexedDB. */
     this.skills = skillsApi(this.client, this.interrupts, () => this.config.skillTimeLimitMs);
+    /** Tools the page provides (JS functions), which skills call: `csi.list_tools()`, `csi.invoke_tool(...)`. */
+    this.tools = toolsApi(this.client);
     /** Spin's `llm` interface (with the stop / optional max-tokens / finish-reason proposal). */
     this.llm = spinApi(this.client);
     /** The RemoteLLM service (proto3 JSON field names). */
     this.remote = remoteApi(this.client);
-    for (const api of [this.chat, this.completions, this.embeddings, this.csi, this.index, this.skills, this.llm,
-      this.remote]) {
+    for (const api of [this.chat, this.completions, this.embeddings, this.csi, this.index, this.skills, this.tools,
+      this.llm, this.remote]) {
       settleOnly(api);
     }
     // WebLLM's MLCEngineInterface, on top of the same calls

@@ -24,7 +24,8 @@
  *   | "csi_chunk_with_offsets" | "csi_select_language" | "csi_search" | "csi_documents"
  *   | "csi_document_metadata" | "index_delete" | "index_list" | "index_drop" | "index_create" | "index_put"
  *   | "skills_register" | "skills_list" | "skills_metadata" | "skills_run" | "skills_stream" | "skills_remove"
- *   | "set_model_aliases" | "reset_chat" | "unload" | "cancel" | "interrupt" | "boot_timings"} MessageType
+ *   | "set_model_aliases" | "tools_register" | "tools_list" | "tools_remove" | "reset_chat" | "unload" | "cancel"
+ *   | "interrupt" | "boot_timings"} MessageType
  *   Every message type. What some of them mean:
  *   - `load`: load these models, unloading the others; those not built in come from the Hugging Face
  *     Hub, or from the mirror whose base URL is `hub`. Progress: one report per file event, then
@@ -39,6 +40,9 @@
  *     `skills_stream`: runs a `@message_stream` skill, one `chunk` per item it writes
  *     (`message_begin` / `message_append` / `message_end`), then a `result` with null.
  *   - `set_model_aliases`: model names requests and skills may use -> the loaded model serving them.
+ *   - `tools_register`: a tool the page runs (its function stays on the page; the worker asks for
+ *     each call with a {@link ToolCallMessage}), replacing one of the same name. Result: its
+ *     {@link ToolSpec}. `tools_list`: result `ToolSpec[]`, by name. `tools_remove`: result null.
  *   - `cancel`: end the request whose id is `target` (running or queued) with finish_reason
  *     "abort"; a skill call is interrupted (`SkillError`).
  *   - `interrupt`: end the running generations at their next token (finish_reason "abort"), and the
@@ -62,6 +66,13 @@
  */
 
 /** @typedef {{[K in MessageType]: MessageOf<K>}[MessageType]} PageMessage Every message the page sends. */
+
+/**
+ * @typedef {{type: "tool_result", call: number, result?: unknown, error?: {message: string}}} ToolResultMessage
+ *   The page's answer to a {@link ToolCallMessage}: the tool's `result` (a JSON value), or the
+ *   `error` it threw. Posted as an object (not JSON text) and read by the worker's JS
+ *   (page_tools.js), never by Python's routes; an answer to a call no longer pending is dropped.
+ */
 
 // ---- worker -> page ------------------------------------------------------------------------------
 
@@ -96,7 +107,17 @@
  * @typedef {{id: string|null, type: "error", error: WireError}} ErrorReply
  *   Ends a request that failed. `id` is null when the message had none (or was not JSON).
  * @typedef {AcceptedReply | ProgressReply | ChunkReply | ResultReply | ErrorReply | FatalReply} WorkerReply
- *   Every message the worker posts (as JSON text or as an object).
+ *   Every reply the worker posts (as JSON text or as an object).
+ *
+ * @typedef {{type: "tool_call", call: number, name: string, arguments: Record<string, unknown>}} ToolCallMessage
+ *   A skill calls the page's tool `name` on `arguments` (checked against its input schema): the
+ *   page answers with a {@link ToolResultMessage} of the same `call`.
+ * @typedef {{type: "tool_cancel", call: number}} ToolCancelMessage
+ *   The skill that made `call` was cancelled: the tool's AbortSignal aborts, and its answer is not needed.
+ * @typedef {ToolCallMessage | ToolCancelMessage} WorkerRequest
+ *   What the worker asks of the page (not a reply to a page message).
+ * @typedef {{name: string, description: string, input_schema: Record<string, unknown>}} ToolSpec
+ *   A tool as skills see it (pharia-skill's `Tool`).
  *
  * @typedef {{model_id: string, kind: "chat"|"embedding", context_length: number,
  *            eos_token_ids: number[], vocab_size: number, [field: string]: unknown}} ModelInfo
@@ -163,6 +184,9 @@ export const ROUTES = Object.freeze(/** @satisfies {Record<MessageType, Mode>} *
   skills_stream: "stream",
   skills_remove: "whole",
   set_model_aliases: "whole",
+  tools_register: "whole",
+  tools_list: "whole",
+  tools_remove: "whole",
   reset_chat: "whole",
   unload: "whole",
   cancel: "control",

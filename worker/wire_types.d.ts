@@ -516,6 +516,22 @@ export type ToolMessage = {
   tool_call_id: string;
 };
 
+/**
+ * `tools_remove`: the tool's name.
+ */
+export type ToolName = {
+  name: string;
+};
+
+/**
+ * `tools_register`: a tool the page runs (its function stays on the page), by `name`.
+ */
+export type ToolRegisterRequest = {
+  name: string;
+  description?: string;
+  input_schema: {[key: string]: JsonValue};
+};
+
 export type TopLogprobs = {
   top: number;
 };
@@ -558,6 +574,8 @@ export interface Requests {
   skills_stream: SkillStreamRequest;
   skills_remove: SkillName;
   set_model_aliases: ModelAliasesRequest;
+  tools_register: ToolRegisterRequest;
+  tools_remove: ToolName;
   cancel: CancelRequest;
 }
 

@@ -3,13 +3,15 @@
 // skills import load later, when a skill needs them: packages.js), and hands
 // every page message to the app of csi.worker.main. Python answers control messages (interrupt,
 // cancel, boot_timings) at once, schedules the others on its event loop, and posts every reply
-// itself (as JSON text). The message protocol is declared in protocol.js.
+// itself (as JSON text). The message protocol is declared in protocol.js. The page's answers to
+// tool calls (`tool_result`) are read here, in JS (page_tools.js), whatever Python is doing.
 
 import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
 import { Bridge, SITE_MODELS_LISTED } from "./bridge/index.js";
 import { Host } from "./host.js";
 import { PackageLoader } from "./packages.js";
 import { setLogitProcessorRegistry } from "./logit_processors.js";
+import { PageTools } from "./page_tools.js";
 
 export { setLogitProcessorRegistry };
 
@@ -35,6 +37,9 @@ function post(message) {
 function bootProgress(id, stage, loaded = 0, total = 1) {
   post({ id, type: "progress", progress: { stage, file: null, loaded, total, model: null } });
 }
+
+/** The page's tools: calls posted to the page, and its answers awaited (by Python). */
+const pageTools = new PageTools(post);
 
 /** @type {Uint8Array|null} Pyodide's interrupt flag, shared with the page (cross-origin isolated sites) */
 let interruptBuffer = null;
@@ -95,7 +100,7 @@ async function boot(id) {
   const mod = pyodide.pyimport("csi.worker.main");
   /** @type {App} */
   const created = mod.create_app(new Bridge(), new Host(new PackageLoader(pyodide)), post,
-    () => (pageInterrupts ? Atomics.load(pageInterrupts, 0) : 0));
+    () => (pageInterrupts ? Atomics.load(pageInterrupts, 0) : 0), pageTools);
   mod.destroy();
   // only now: Python's handler aims each interrupt at the skill it is for (csi.skills.interrupts)
   if (interruptBuffer) pyodide.setInterruptBuffer(interruptBuffer);
@@ -133,6 +138,10 @@ async function onMessage(event) {
       pageInterrupts = new Int32Array(data.buffer, 4, 1);
       if (app) pyodideInstance?.setInterruptBuffer(interruptBuffer);
     }
+    return;
+  }
+  if (data?.type === "tool_result") { // the page's answer to a tool call (an object, not JSON text)
+    pageTools.settle(data);
     return;
   }
   if (ended) return;

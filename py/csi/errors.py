@@ -63,13 +63,6 @@ class NotFoundError(CsiError):
     name = "NotFoundError"
 
 
-class AbortError(CsiError):
-    """A call was stopped (cancelled, or ``interruptGenerate()``) before it finished; the message
-    says what was done. Named as the DOM names an aborted call."""
-
-    name = "AbortError"
-
-
 class NotSupportedError(CsiError):
     """The request asks for something this engine does not do (``param`` names what)."""
 
@@ -82,11 +75,28 @@ class InternalError(CsiError):
     name = "InternalError"
 
 
+class AbortError(CsiError):
+    """Work was stopped before it finished: its request was cancelled, or ``interruptGenerate()``
+    was called (an index write between two batches, a tool call while the tool ran). Named as the
+    DOM names an aborted call."""
+
+    name = "AbortError"
+
+
 class SkillError(InternalError):
     """A skill raised (its code, or a CSI call it let through): the skill's fault, not the engine's.
     The seed's skill handler reports it as its ``internal`` error."""
 
     name = "SkillError"
+
+
+class ToolFailed(Exception):  # noqa: N818 - pharia-skill's ToolError is made of it
+    """A tool a skill called failed itself: it raised or rejected (``message`` is its own), or
+    returned what is not JSON. Not a ``CsiError``: the skill gets it as a ``ToolError``, and may go on."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class SkillInterrupt(BaseException):  # noqa: N818 - like KeyboardInterrupt, not an error of the skill

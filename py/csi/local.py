@@ -35,7 +35,7 @@ def local_runtime(site: str | Path, models: Sequence[str],
     run_sync = loop_run_sync(loop)
     runtime = build_runtime(CPythonBackend(site / "models"), LocalHost(site / "lang"))
     try:
-        run_sync(runtime.engine.set_aliases(dict(aliases or {})))
+        runtime.engine.aliases.set(dict(aliases or {}))
         if models:
             run_sync(runtime.engine.load(list(models)))
         yield runtime, runtime.csi(run_sync)

@@ -12,6 +12,7 @@ from .core.backend import Backend
 from .core.engine import Engine
 from .core.host import Host
 from .index.store import IndexStore
+from .skills.page_tools import ToolRegistry
 from .skills.registry import SkillRegistry, SkillRunner
 from .text.services import TextServices
 
@@ -29,6 +30,8 @@ class Runtime:
     store: IndexStore | None
     """Where documents are kept (``None``: in memory)."""
     skills: SkillRegistry = field(init=False)
+    tools: ToolRegistry = field(init=False)
+    """The tools skills call (the page's, in the worker)."""
     _index: DocumentIndex | None = field(default=None, init=False)
 
     @property
@@ -45,7 +48,7 @@ class Runtime:
         """The CSI skills run against, over this runtime's services."""
         from .skills.engine_csi import EngineCsi  # noqa: PLC0415 - pharia-skill is loaded on first use
 
-        return EngineCsi(self.engine, self.text, lambda: self.index, run_sync)
+        return EngineCsi(self.engine, self.text, lambda: self.index, run_sync, tools=self.tools)
 
 
 def threaded_runner(runtime: Runtime) -> SkillRunner:
@@ -68,4 +71,5 @@ def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
     text = TextServices(backend, host, lambda: engine.models, engine.alias_of)
     runtime = Runtime(engine, text, store)
     runtime.skills = SkillRegistry(host, skill_runner(runtime), engine)
+    runtime.tools = ToolRegistry(engine)
     return runtime

@@ -4,13 +4,13 @@ one by one; cancel mid-stream; aliases; page tools; on-demand packages; refused 
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
 import pytest
 
 from csi.local import local_runtime
 from csi.skills.registry import load_skill_source
+from tests.cpython.test_pharia_sdk import register_tools
 from tests.support import sdk_skills
 from tests.support.browser import open_engine_page
 from tests.support.paths import DIST
@@ -29,10 +29,11 @@ def sdk_page(browser, site_url):
     ep.page.context.close()
 
 
-def cpython_run(source: str, name: str, input: dict[str, Any], tools: Any = None) -> Any:
+def cpython_run(source: str, name: str, input: dict[str, Any], setup: Any = None) -> Any:
     skill = load_skill_source(name, source)
-    with local_runtime(DIST, [REAL, "tiny-chat"], ALIASES) as (_, csi):
-        csi.tools = tools
+    with local_runtime(DIST, [REAL, "tiny-chat"], ALIASES) as (runtime, csi):
+        if setup is not None:
+            setup(runtime)
         return skill.func(csi, skill.input_model.model_validate(input)).model_dump(mode="json")
 
 
@@ -139,16 +140,8 @@ return true;""", {"weather": sdk_skills.WEATHER_TOOL, "broken": sdk_skills.BROKE
     assert out["direct"] == '{"city": "Oslo", "celsius": 18}'
     assert out["failed"] == "the weather station is offline"
 
-    class Tools:
-        def list(self) -> list[Any]:
-            return [types.SimpleNamespace(**t) for t in (sdk_skills.WEATHER_TOOL, sdk_skills.BROKEN_TOOL)]
-
-        async def invoke(self, name: str, arguments: Any, scope: Any = None) -> list[str]:
-            if name == "broken_tool":
-                raise RuntimeError("the weather station is offline")
-            return [f'{{"city": "{arguments["city"]}", "celsius": 18}}']
-
-    expected = cpython_run(sdk_skills.TOOL_USER, "tool-user", {"question": "What is the weather in Oslo?"}, Tools())
+    expected = cpython_run(sdk_skills.TOOL_USER, "tool-user", {"question": "What is the weather in Oslo?"},
+                           register_tools)
     assert out["answer"] == expected["answer"]  # greedy, the same tool loop
     assert set(out["tools"]) >= {"get_weather", "broken_tool"}
 

@@ -5,7 +5,6 @@ loop, upstream-style StubCsi tests. The browser runs the same sources (test_brow
 from __future__ import annotations
 
 import sys
-import threading
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -45,28 +44,29 @@ def module(source: str, name: str) -> types.ModuleType:
     return mod
 
 
-class Tools:
-    """Python tools for the CSI (the page's tools in the browser)."""
+TOOL_CALLS: list[tuple[str, Any]] = []
 
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, Any]] = []
 
-    def list(self) -> list[Any]:
-        return [types.SimpleNamespace(**t) for t in (sdk_skills.WEATHER_TOOL, sdk_skills.BROKEN_TOOL)]
+def get_weather(arguments: dict[str, Any]) -> str:
+    TOOL_CALLS.append(("get_weather", arguments))
+    return f'{{"city": "{arguments["city"]}", "celsius": 18}}'
 
-    async def invoke(self, name: str, arguments: Any, scope: Any = None) -> list[str]:
-        self.calls.append((name, arguments))
-        if name == "broken_tool":
-            raise RuntimeError("the weather station is offline")
-        if name != "get_weather":
-            raise InvalidInputError(f"there is no tool named {name!r}", "name")
-        return [f'{{"city": "{arguments["city"]}", "celsius": 18}}']
+
+async def broken_tool(arguments: dict[str, Any]) -> str:
+    TOOL_CALLS.append(("broken_tool", arguments))
+    raise RuntimeError("the weather station is offline")
+
+
+def register_tools(runtime: Runtime) -> None:
+    """Python functions as the tools skills see (the page's functions, in the browser)."""
+    runtime.tools.register(sdk_skills.WEATHER_TOOL, get_weather)
+    runtime.tools.register(sdk_skills.BROKEN_TOOL, broken_tool)
 
 
 @pytest.fixture(scope="module")
 def local() -> Iterator[tuple[Runtime, EngineCsi]]:
     with local_runtime(DIST, [REAL, "tiny-chat"], ALIASES) as (runtime, csi):
-        csi.tools = Tools()
+        register_tools(runtime)
         yield runtime, csi
 
 
@@ -119,7 +119,7 @@ def test_a_model_neither_loaded_nor_aliased_says_how_to_alias_it(local):
     assert "modelAliases" in err.value.message and "aliases=" in err.value.message
     assert err.value.param == "requests[0].model"
     with pytest.raises(InvalidInputError) as bad:
-        run_async(local[0].engine.set_aliases({"a": "b", "b": REAL}))
+        local[0].engine.aliases.set({"a": "b", "b": REAL})
     assert bad.value.param == "aliases.a"
 
 
@@ -220,12 +220,12 @@ def test_rag_skill_answers_from_the_document_index(local):
 def test_the_sdks_tool_loop_calls_the_tool_and_answers(local):
     _, csi = local
     tool_user = module(sdk_skills.TOOL_USER, "tool_user_local")
-    csi.tools.calls.clear()
+    TOOL_CALLS.clear()
     out = tool_user.tool_user(csi, tool_user.Input(question="What is the weather in Oslo?"))
-    assert out.tools == ["get_weather", "broken_tool"]
+    assert sorted(out.tools) == ["broken_tool", "get_weather"]
     assert out.direct == '{"city": "Oslo", "celsius": 18}'
     assert out.failed == "the weather station is offline"
-    model_calls = csi.tools.calls[2:]
+    model_calls = TOOL_CALLS[2:]
     assert model_calls and model_calls[0][0] == "get_weather" and isinstance(model_calls[0][1]["city"], str)
     assert out.answer and "<tool_call>" not in out.answer  # the loop ended on a plain reply
 
@@ -251,7 +251,9 @@ def test_invoke_tool_concurrent_keeps_order_and_reports_failures_as_tool_errors(
     with pytest.raises(InvalidInputError) as err:
         csi.invoke_tool("no_such_tool")
     assert err.value.param == "name"
-    assert threading.current_thread() is threading.main_thread()
+    with pytest.raises(InvalidInputError) as err:
+        csi.invoke_tool("get_weather", city=7)
+    assert err.value.param == "arguments.city"
 
 
 def test_the_files_built_for_pharia_kernel_run_in_csi_web_unchanged(local):

@@ -63,6 +63,10 @@ def templates(chat: str, embed: str) -> dict[str, dict[str, Any]]:
         "skills_stream": {"request": {"name": "summarize", "input": {"text": "a"}}},
         "skills_remove": {"request": {"name": "fuzzed"}},
         "set_model_aliases": {"request": {"aliases": {"llama-3.1-8b-instruct": "tiny-chat"}}},
+        "tools_register": {"request": {"name": "fuzzed", "description": "d", "input_schema": {
+            "type": "object", "properties": {"city": {"type": "string", "maxLength": 9}}, "required": ["city"]}}},
+        "tools_list": {},
+        "tools_remove": {"request": {"name": "fuzzed"}},
         "reset_chat": {},
         "unload": {},
         "cancel": {"request": {"target": "r1"}},

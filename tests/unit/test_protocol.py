@@ -28,6 +28,7 @@ def test_every_message_the_page_client_sends_is_declared() -> None:
     going through them), and every route but the boot timings has a method on the page."""
     sources = [ROOT / "web" / "engine.js", *sorted((ROOT / "web" / "client").glob("*.js"))]
     source = "\n".join(path.read_text() for path in sources)
-    sent = set(re.findall(r'\b(?:send|post|requestCall|streamable|call|skillCall)\((?:\s*[\w.()]+,)*\s*"([a-z_]+)"', source))
+    calls = r'\b(?:send|post|requestCall|streamable|call|skillCall)\((?:\s*[\w.()]+,)*\s*"([a-z_]+)"'
+    sent = set(re.findall(calls, source))
     assert sent <= set(ROUTES), sorted(sent - set(ROUTES))
     assert set(ROUTES) - sent == {"boot_timings"}

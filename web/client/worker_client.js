@@ -10,6 +10,8 @@ import { milliseconds } from "./calls.js";
 /**
  * @typedef {import("../../worker/protocol.js").MessageType} MessageType
  * @typedef {import("../../worker/protocol.js").WorkerReply} WorkerReply
+ * @typedef {import("../../worker/protocol.js").WorkerRequest} WorkerRequest
+ * @typedef {import("../../worker/protocol.js").ToolResultMessage} ToolResultMessage
  * @typedef {import("../../worker/protocol.js").Progress} Progress
  * @typedef {import("./calls.js").Deadline} Deadline
  * @typedef {Deadline & {chunk?: (chunk: any) => void, id?: string, onFinal?: () => void}} Handlers
@@ -46,6 +48,8 @@ export class WorkerClient {
     this.crashed = null;
     /** @type {Map<string, string>} skill calls (register, run) under way: id -> the skill's name */
     this.skillCalls = new Map();
+    /** @type {((msg: WorkerRequest) => void)|null} what answers the worker's own requests (the page's tools) */
+    this.onRequest = null;
     worker.addEventListener("message", (event) => this.receive(event.data));
     worker.addEventListener("error", (event) => {
       event.preventDefault?.();
@@ -110,9 +114,21 @@ export class WorkerClient {
     this.post("cancel", { request: { target } }, `${target}-cancel`);
   }
 
-  /** @param {string|object} data a {@link WorkerReply}, or its JSON text */
+  /**
+   * Answer a request of the worker (a tool's result); dropped when the worker is gone.
+   * @param {ToolResultMessage} msg
+   */
+  answer(msg) {
+    try {
+      this.worker.postMessage(msg);
+    } catch (err) {
+      console.error("could not answer the worker:", err);
+    }
+  }
+
+  /** @param {string|object} data a {@link WorkerReply} or {@link WorkerRequest}, or its JSON text */
   receive(data) {
-    /** @type {WorkerReply} */
+    /** @type {WorkerReply|WorkerRequest} */
     let msg;
     try {
       msg = typeof data === "string" ? JSON.parse(data) : data;
@@ -122,6 +138,10 @@ export class WorkerClient {
     if (msg?.type === "fatal") { // the worker is gone: a skill closed it, or its Python failed fatally
       this.failAll(String(msg.error?.message ?? "the worker ended"));
       this.worker.terminate();
+      return;
+    }
+    if (msg?.type === "tool_call" || msg?.type === "tool_cancel") {
+      this.onRequest?.(msg);
       return;
     }
     const id = /** @type {string} */ (msg?.id);

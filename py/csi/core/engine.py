@@ -38,15 +38,12 @@ class Engine:
         self._locks: dict[str, asyncio.Lock] = {}
         self._token_bytes: dict[str, TokenBytes | None] = {}
         self._interrupt_epoch = 0
-        self._aborted: dict[str, None] = {}
-        """Request ids cancelled, running or not yet (oldest dropped past ``MAX_ABORTED``)."""
+        self._aborted: dict[str, None] = {}  # requests cancelled, running or not yet (oldest dropped)
         self._run_ids = itertools.count()
         self._load_epoch = 0
         self._aux_lock = asyncio.Lock()
-        self._holders: dict[str, str] = {}
-        """Model id -> the request whose generation holds the model's lock."""
-        self._wakers: set[asyncio.Future[None]] = set()
-        """Generations waiting for a model: woken by ``interrupt()`` and ``abort()``."""
+        self._holders: dict[str, str] = {}  # model id -> the request whose generation holds its lock
+        self._wakers: set[asyncio.Future[None]] = set()  # waiting for a model; woken by interrupt/abort
         self.aliases = ModelAliases()  # other names for loaded models
 
     @property
@@ -122,6 +119,13 @@ class Engine:
     def is_aborted(self, request_id: str) -> bool:
         """Whether ``abort(request_id)`` was called (and the request is not answered yet)."""
         return request_id in self._aborted
+
+    def next_cancel(self) -> asyncio.Future[None]:
+        """A future resolved at the next ``interrupt()`` or ``abort()``; cancel it to stop waiting."""
+        waker = asyncio.get_running_loop().create_future()
+        self._wakers.add(waker)
+        waker.add_done_callback(self._wakers.discard)
+        return waker
 
     def _wake(self) -> None:
         wakers, self._wakers = self._wakers, set()
@@ -201,10 +205,6 @@ class Engine:
                     self._backend.reuse_prefix(model_id, [])
 
     # ---- lookups -------------------------------------------------------------------------------
-
-    async def set_aliases(self, aliases: Mapping[str, str]) -> dict[str, str]:
-        """Let requests name a model by another name (``ModelAliases.set``)."""
-        return self.aliases.set(aliases)
 
     def alias_of(self, name: str) -> str:
         """The model id ``name`` stands for (itself unless it is an alias of another)."""

@@ -10,10 +10,9 @@ engine works); in CPython it waits on an event loop running in another thread.
 from __future__ import annotations
 
 import asyncio
-import builtins
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pharia_skill import (
     ChatParams,
@@ -72,6 +71,7 @@ if TYPE_CHECKING:
     from ..core.engine import Engine
     from ..index.service import DocumentIndex
     from ..text.services import TextServices
+    from .page_tools import ToolRegistry
 
 RunSync = Callable[[Awaitable[Any]], Any]
 
@@ -101,21 +101,6 @@ def tool_history(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-class ToolSpecLike(Protocol):
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-
-
-class ToolBox(Protocol):
-    """The tools skills may call (``csi.skills.page_tools.ToolRegistry``)."""
-
-    def list(self) -> Sequence[ToolSpecLike]:  # noqa: A003
-        ...
-
-    async def invoke(self, name: str, arguments: Any, scope: Scope | None = None) -> builtins.list[str]: ...
-
-
 def loop_run_sync(loop: asyncio.AbstractEventLoop) -> RunSync:
     """A ``run_sync`` for CPython: wait, from another thread, for an awaitable run on ``loop``."""
 
@@ -136,7 +121,7 @@ class EngineCsi(Csi):
     tools; every call validates like the page-facing faces do."""
 
     def __init__(self, engine: Engine, text: TextServices, index: Callable[[], DocumentIndex],
-                 run_sync: RunSync, scope: Scope | None = None, tools: ToolBox | None = None) -> None:
+                 run_sync: RunSync, scope: Scope | None = None, tools: ToolRegistry | None = None) -> None:
         self.engine = engine
         self.text = text
         self._index = index

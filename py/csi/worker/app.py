@@ -6,7 +6,8 @@ Worker -> page: ``{id, type: "progress", progress}``,
 ``{id, type: "chunk", chunk}`` (one per streamed chunk, pushed without a round trip),
 ``{id, type: "accepted"}`` (a request is taken, and queued as a task), ``{id, type: "result", result}``
 (ends every request; ``null`` after a stream) or
-``{id, type: "error", error: {name, message, param}}``.
+``{id, type: "error", error: {name, message, param}}``. Besides replies, the worker's JS asks the
+page to run its tools (``tool_call``, ``tool_cancel``; see worker/page_tools.js).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pydantic import BaseModel
 from ..core.scope import Scope
 from ..errors import InvalidInputError, error_to_dict
 from ..runtime import Runtime
+from ..skills.page_tools import PageCall
 from ..wire import Strict, parse_request
 from .message import decode_message, leading_id
 from .routes import ROUTES, Call, Route
@@ -40,9 +42,11 @@ class Envelope(Strict):
 class WorkerApp:
     """Routes page messages to the runtime and posts every reply through ``post``."""
 
-    def __init__(self, runtime: Runtime, post: Post) -> None:
+    def __init__(self, runtime: Runtime, post: Post, call_page: PageCall | None = None) -> None:
         self.runtime = runtime
         self._post = post
+        self._call_page = call_page
+        """Runs the page's tools (the worker's JS asks the page); ``None`` in CPython."""
         self.boot_timings: dict[str, float] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -88,7 +92,7 @@ class WorkerApp:
             request = route.parse(envelope.type, envelope.request, "request" in envelope.model_fields_set)
             scope = Scope(None if request_id is None else str(request_id), self.runtime.engine.interrupt_epoch,
                           self._progress(request_id))
-            call = Call(self.runtime, scope, self.boot_timings)
+            call = Call(self.runtime, scope, self.boot_timings, self._call_page)
             if route.mode == "control":
                 self.send({"id": request_id, "type": "result", "result": route.handler(call, request)})
                 return None

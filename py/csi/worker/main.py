@@ -8,7 +8,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..backends.pyodide import PyodideBackend, PyodideHost, PyodideIndexStore, run_sync
+from ..backends.pyodide import PyodideBackend, PyodideHost, PyodideIndexStore, PyodidePageTools, run_sync
 from ..runtime import Runtime, build_runtime
 from ..skills import interrupts
 from ..skills.registry import SkillRunner
@@ -53,12 +53,14 @@ def _aim_interrupts() -> None:
     time.sleep = checked_sleep  # type: ignore[assignment]
 
 
-def create_app(bridge: Any, host: Any, post: Post, page_interrupts: Callable[[], int] | None = None) -> WorkerApp:
+def create_app(bridge: Any, host: Any, post: Post, page_interrupts: Callable[[], int] | None = None,
+               page_tools: Any = None) -> WorkerApp:
     """The app worker.js drives: ``handle(raw)`` per page message, ``set_boot_timings(json)``.
-    ``page_interrupts`` reads how many times the page called ``interruptGenerate()``."""
+    ``page_interrupts`` reads how many times the page called ``interruptGenerate()``;
+    ``page_tools`` (worker/page_tools.js) asks the page to run its tools."""
     _aim_interrupts()
     if page_interrupts is not None:
         interrupts.page_interrupts = lambda: int(page_interrupts())
     runtime = build_runtime(PyodideBackend(bridge), PyodideHost(host), PyodideIndexStore(host.documents),
                             skill_runner=_inline_runner)
-    return WorkerApp(runtime, post)
+    return WorkerApp(runtime, post, None if page_tools is None else PyodidePageTools(page_tools))

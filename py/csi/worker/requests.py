@@ -73,3 +73,19 @@ class CancelRequest(Strict):
     """``cancel``: end the request whose id is ``target``."""
 
     target: str | int
+
+
+class ToolRegisterRequest(Strict):
+    """``tools_register``: a tool the page runs (its function stays on the page), by ``name``."""
+
+    name: str
+    """1-64 letters, digits, '_' or '-'; a tool of the same name is replaced."""
+    description: str = ""
+    input_schema: dict[str, JsonValue]
+    """The JSON Schema of the tool's arguments (an object)."""
+
+
+class ToolName(Strict):
+    """``tools_remove``: the tool's name."""
+
+    name: str

@@ -27,6 +27,7 @@ from ..faces.openai import responses
 from ..faces.openai import serving as openai
 from ..faces.pharia import index, inference, text
 from ..index import types as index_types
+from ..skills.page_tools import PageCall, page_invoker
 from ..wire import parse_batch, parse_request
 from .requests import (
     CancelRequest,
@@ -37,6 +38,8 @@ from .requests import (
     SkillRegisterRequest,
     SkillRunRequest,
     SkillStreamRequest,
+    ToolName,
+    ToolRegisterRequest,
 )
 
 if TYPE_CHECKING:
@@ -53,6 +56,8 @@ class Call:
     runtime: Runtime
     scope: Scope
     boot_timings: dict[str, float] | None = None
+    call_page: PageCall | None = None
+    """Runs a tool the page registered (``None``: no page, as in CPython)."""
 
     @property
     def progress(self) -> Callable[[dict[str, Any]], None]:
@@ -95,6 +100,26 @@ async def _load(c: Call, r: LoadRequest) -> dict[str, Any]:
     ids = [r.model_ids] if isinstance(r.model_ids, str) else r.model_ids
     infos = await c.runtime.engine.load(ids, r.device or "wasm", c.progress, r.hub)
     return {"models": [vars(i) for i in infos], "load_s": time.perf_counter() - started}
+
+
+async def _register_tool(c: Call, r: ToolRegisterRequest) -> dict[str, Any]:
+    """``tools_register``: the page keeps the function; calls reach it through ``c.call_page``.
+    Schemas are compiled with fastjsonschema, which the worker fetches the first time."""
+    await c.runtime.skills.store.load_packages(["fastjsonschema"])
+    return c.runtime.tools.register(r.model_dump(), page_invoker(c.call_page, r.name)).to_dict()
+
+
+async def _set_aliases(c: Call, r: ModelAliasesRequest) -> dict[str, str]:
+    """``set_model_aliases``: other names for loaded models (replacing those set before)."""
+    return c.runtime.engine.aliases.set(r.aliases)
+
+
+async def _remove_tool(c: Call, r: ToolName) -> None:
+    c.runtime.tools.remove(r.name)
+
+
+async def _list_tools(c: Call, _: None) -> list[dict[str, Any]]:
+    return [spec.to_dict() for spec in c.runtime.tools.list()]
 
 
 ROUTES: dict[str, Route] = {
@@ -152,7 +177,11 @@ ROUTES: dict[str, Route] = {
     "skills_stream": Route(lambda c, r: c.runtime.skills.stream(r.name, r.input, r.time_limit_ms, c.scope), "stream",
                            SkillStreamRequest, chunk=SkillEvent),
     "skills_remove": Route(lambda c, r: c.runtime.skills.remove(r.name), "whole", SkillName),
-    "set_model_aliases": Route(lambda c, r: c.runtime.engine.set_aliases(r.aliases), "whole", ModelAliasesRequest),
+    "set_model_aliases": Route(_set_aliases, "whole", ModelAliasesRequest),
+    # tools the page provides, which skills call
+    "tools_register": Route(_register_tool, "whole", ToolRegisterRequest),
+    "tools_list": Route(_list_tools, "whole"),
+    "tools_remove": Route(_remove_tool, "whole", ToolName),
     # engine state
     "reset_chat": Route(lambda c, _: c.runtime.engine.reset_chat(), "whole"),
     "unload": Route(lambda c, _: c.runtime.engine.unload(), "whole"),

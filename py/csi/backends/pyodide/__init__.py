@@ -16,9 +16,10 @@ from .host import PyodideHost
 from .index_store import PyodideIndexStore
 from .insides import PyodideInsides
 from .loading import PyodideLoading
+from .page_tools import PyodidePageTools
 from .tokenizers import PyodideTokenizers
 
-__all__ = ["PyodideBackend", "PyodideHost", "PyodideIndexStore", "run_sync"]
+__all__ = ["PyodideBackend", "PyodideHost", "PyodideIndexStore", "PyodidePageTools", "run_sync"]
 
 
 class PyodideBackend(PyodideLoading, PyodideTokenizers, PyodideGeneration, PyodideEmbedder, PyodideInsides):
