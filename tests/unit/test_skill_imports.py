@@ -128,6 +128,13 @@ def test_pyodide_modules_and_what_the_worker_always_has_are_allowed() -> None:
     assert not set(SERVED) & set(sys.stdlib_module_names) and not set(SERVED) & set(REFUSED)
 
 
+def test_csi_itself_is_not_for_skills() -> None:
+    """A skill that imports csi-web's internals would not run on Pharia Kernel."""
+    with pytest.raises(InvalidInputError) as err:
+        skill_imports("from pharia_skill import skill\nfrom csi.local import local_csi\n")
+    assert err.value.param == "source" and "line 2" in err.value.message and "'csi'" in err.value.message
+
+
 def test_the_local_host_checks_that_a_served_package_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     host = LocalHost()
     run_async(host.load_packages(list(SERVED)))  # build.py installs every one of them

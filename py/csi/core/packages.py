@@ -18,9 +18,10 @@ SERVED: dict[str, tuple[str, ...]] = {
     "yaml": ("pyyaml==6.0.3",),
 }
 
-# Always there: the worker installs them at boot (pydantic and its dependencies, csi itself).
+# Always there: the worker installs them at boot (pydantic and its dependencies). csi itself is
+# there too, but not for skills: a skill that imports it would not run on Pharia Kernel.
 PRESENT: tuple[str, ...] = ("pydantic", "pydantic_core", "typing_extensions", "annotated_types",
-                            "typing_inspection", "csi")
+                            "typing_inspection")
 
 # Pyodide's own modules: in the worker only (a skill that uses them does not run in CPython).
 PYODIDE: tuple[str, ...] = ("js", "pyodide")

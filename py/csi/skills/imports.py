@@ -1,5 +1,5 @@
 """Which modules a skill's source may import, read from its syntax before it runs: the standard
-library, what the worker always has (``PRESENT``: pydantic, csi), Pyodide's own modules, and the
+library, what the worker always has (``PRESENT``: pydantic), Pyodide's own modules, and the
 packages the site serves on demand (``SERVED``), which the caller then loads."""
 
 from __future__ import annotations
