@@ -16,6 +16,7 @@ import { mountSettings } from "./panels/settings.js";
 import { mountShell } from "./panels/shell.js";
 import { mountSidebar } from "./panels/sidebar.js";
 import { mountSkillStudio } from "./panels/skill_studio.js";
+import { PAGE_TOOLS } from "./demo_tools.js";
 import { mountText } from "./panels/text.js";
 import { serveV1 } from "./v1_host.js";
 
@@ -88,10 +89,28 @@ const loader = mountModelLoader(document.body, {
     documents.setModel(model);
     endpoint.setModel(model);
     insides.setEngine(model ? engine : null);
+    skillsEngine = model && engine ? { engine, model } : null;
+    if (location.hash === "#skills") prepareSkills();
     shell.setEngineState(model ? "ready" : "error", model ? `ready: ${model}` : "no model");
     if (model) document.body.dataset.ready = "true";
   },
 });
+/** Pharia Kernel's model names, served in the skill studio by the loaded chat model. */
+const KERNEL_MODELS = ["llama-3.1-8b-instruct", "llama-3.3-70b-instruct"];
+/** @type {{engine: import("./engine.js").WebWorkerEngine, model: string, ready?: Promise<void>}|null} */
+let skillsEngine = null;
+/** The skill studio's set-up, once per engine and when first shown (it fetches the tools' schema
+ * checker): the demo tools as page tools, and Kernel model names as aliases of the chat model. */
+function prepareSkills() {
+  const s = skillsEngine;
+  if (!s || s.ready) return;
+  s.ready = (async () => {
+    await s.engine.setModelAliases(Object.fromEntries(KERNEL_MODELS.map((name) => [name, s.model])));
+    for (const { spec, fn } of PAGE_TOOLS) await s.engine.tools.register(spec, fn);
+  })().catch((err) => console.warn(`the skill studio's tools and aliases: ${err.message}`));
+}
+shell.onPanel("skills", (shown) => shown && prepareSkills());
+
 const text = mountText(find(document, "#panel-text", HTMLElement));
 const endpoint = mountEndpoint(find(document, "#panel-endpoint", HTMLElement));
 shell.onPanel("endpoint", (shown) => shown && endpoint.refresh());

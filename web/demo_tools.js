@@ -73,3 +73,13 @@ export function runTool(name, argumentsJson) {
     return JSON.stringify({ error: String(/** @type {any} */ (err)?.message ?? err) });
   }
 }
+
+/**
+ * The same tools for `engine.tools.register`: skills call them through the CSI
+ * (`csi.list_tools()`, `csi.invoke_tool(...)`, `chat_stream(..., tools=[...])`).
+ * @type {Array<{spec: {name: string, description: string, input_schema: Record<string, unknown>}, fn: (args: any) => unknown}>}
+ */
+export const PAGE_TOOLS = TOOLS.map(({ function: f }) => ({
+  spec: { name: f.name, description: f.description ?? "", input_schema: /** @type {Record<string, unknown>} */ (f.parameters ?? {}) },
+  fn: (/** @type {any} */ args) => IMPLEMENTATIONS[f.name](args),
+}));
