@@ -90,12 +90,17 @@ class Input(BaseModel):
     fail: bool = False
 
 
+class Output(BaseModel):
+    html: str
+    script: str
+
+
 @skill
-def hostile(csi: Csi, input: Input) -> dict:
+def hostile(csi: Csi, input: Input) -> Output:
     """<img src=x onerror=alert(3)> a description with markup"""
     if input.fail:
         raise ValueError("<img src=y onerror=alert(4)><script>alert(5)</script>")
-    return {"html": "<img src=x onerror=alert(1)>", "script": "<script>alert(2)</script>"}
+    return Output(html="<img src=x onerror=alert(1)>", script="<script>alert(2)</script>")
 '''
 SPIN = '''from pydantic import BaseModel
 
@@ -106,8 +111,12 @@ class Input(BaseModel):
     start: int = 0
 
 
+class Output(BaseModel):
+    n: int
+
+
 @skill
-def spin(csi: Csi, input: Input) -> int:
+def spin(csi: Csi, input: Input) -> Output:
     n = input.start
     while True:
         n += 1
