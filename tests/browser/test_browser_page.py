@@ -92,7 +92,7 @@ def cpython_answer(question: str, max_tokens: int) -> dict:
         csi._run(index_face.put(csi.index, [
             {"path": {"namespace": "playground", "collection": "documents", "name": name}, "contents": [{"text": t}]}
             for name, t in {**PAGE_DOCS, **PAGE_FILES}.items()]))
-        request = sa.input_type(question=question, max_tokens=max_tokens, model="tiny-chat", **index)
+        request = search_answer.Input(question=question, max_tokens=max_tokens, model="tiny-chat", **index)
         return sa(csi, request).model_dump(mode="json")
 
 

@@ -160,3 +160,32 @@ def test_a_skill_importing_jinja2_loads_it_on_demand_and_numpy_is_refused(sdk_pa
     assert refused["error"]["name"] == "InvalidInputError" and refused["error"]["param"] == "source"
     assert "numpy" in refused["error"]["message"]
     assert ep.foreign_requests() == []
+
+
+def test_a_rag_skill_and_a_structured_output_skill_answer_as_in_cpython(sdk_page):
+    from tests.support.faces import index as index_face
+    from tests.support.skill_sources import SEARCH_DOCS
+
+    ep = sdk_page
+    where = {"namespace": "skills", "collection": "docs", "index": "small"}
+    documents = [{"path": {"namespace": "skills", "collection": "docs", "name": name}, "contents": [{"text": text}]}
+                 for name, text in SEARCH_DOCS.items()]
+    ep.ok("return await engine.index.createIndex(arg);", {**where, "max_tokens": 16})
+    ep.ok("return await engine.index.put(arg);", documents)
+    for name, source in [("rag", sdk_skills.RAG), ("extract", sdk_skills.STRUCTURED)]:
+        ep.ok("return await engine.skills.register(arg);", {"name": name, "source": source})
+    question = {"question": "What does json.dumps return?"}
+    text = {"text": "Record the person: Ada Lovelace, aged 36."}
+    rag = ep.ok("return await engine.skills.run('rag', arg);", question)
+    extract = ep.ok("return await engine.skills.run('extract', arg);", text)
+
+    rag_skill, extract_skill = load_skill_source("rag", sdk_skills.RAG), load_skill_source("extract",
+                                                                                            sdk_skills.STRUCTURED)
+    with local_runtime(DIST, [REAL, "tiny-chat"], ALIASES) as (_, csi):
+        csi._run(index_face.create(csi.index, {**where, "max_tokens": 16}))
+        csi._run(index_face.put(csi.index, documents))
+        rag_cpython = rag_skill.func(csi, rag_skill.input_model(**question)).model_dump(mode="json")
+        extract_cpython = extract_skill.func(csi, extract_skill.input_model(**text)).model_dump(mode="json")
+    assert rag == rag_cpython and rag["sources"][0] == "json.txt" and "string" in rag["answer"].lower()
+    assert extract == extract_cpython and extract["called"] and extract["name"] == "record_person"
+    assert isinstance(extract["parameters"]["name"], str) and isinstance(extract["parameters"]["age"], int)

@@ -79,7 +79,7 @@ def test_search_answer_agrees_with_cpython_and_cites_real_sections(skills_page):
     with local_csi(DIST, ["tiny-chat"]) as csi:
         csi._run(index_face.create(csi.index, {**WHERE, "max_tokens": 16}))
         csi._run(index_face.put(csi.index, DOCUMENTS))
-        cpython = [sa(csi, sa.input_type(**q)).model_dump(mode="json") for q in QUESTIONS]
+        cpython = [sa(csi, search_answer.Input(**q)).model_dump(mode="json") for q in QUESTIONS]
 
     for got, expected in zip(browser, cpython, strict=True):
         # the embeddings of onnxruntime-web and onnxruntime differ in the last float32 bits
