@@ -293,7 +293,7 @@ def test_a_raising_skill_shows_its_traceback_and_marks_the_line(studio):
     assert "ZeroDivisionError" in error and "Traceback" in error
     assert marked_lines(page) == ["    return 10 // n"]
     page.fill("#skill-in-n", "5")
-    assert json.loads(run_and_wait(page, "ok")) == 2
+    assert json.loads(run_and_wait(page, "ok")) == {"quotient": 2}
 
 
 def test_hostile_output_and_errors_are_shown_as_text(studio):
@@ -357,3 +357,51 @@ def test_an_example_loads_in_one_click_and_runs_at_phone_width(browser, site_url
     page.screenshot(path=str(RESULTS / "skill_studio_390.png"))
     assert dialogs == [] and [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
     page.context.close()
+
+
+TOOLS_AND_ALIAS = '''from pydantic import BaseModel
+
+from pharia_skill import ChatParams, Csi, Message, skill
+
+
+class Input(BaseModel):
+    a: int = 2
+    b: int = 3
+
+
+class Output(BaseModel):
+    tools: list[str]
+    sum: str
+    reply: str
+
+
+@skill
+def kernel_style(csi: Csi, input: Input) -> Output:
+    """Lists the page's tools, calls one, and chats with a Kernel model name."""
+    total = csi.invoke_tool("add", a=input.a, b=input.b).text()
+    reply = csi.chat("llama-3.1-8b-instruct", [Message.user("Say hi.")], ChatParams(max_tokens=4, temperature=0.0))
+    return Output(tools=[t.name for t in csi.list_tools()], sum=total, reply=reply.message.content)
+'''
+
+
+def test_studio_skills_see_the_demo_tools_and_kernel_model_names_and_streams_show_as_they_come(studio):
+    page, requests, dialogs = studio
+    type_skill(page, "kernel-style", TOOLS_AND_ALIAS)
+    register(page, "ok")
+    shown = json.loads(run_and_wait(page, "ok"))
+    assert shown["tools"] == ["add", "get_time", "word_count"] and json.loads(shown["sum"]) == {"sum": 5}
+    assert shown["reply"]  # "llama-3.1-8b-instruct" is the loaded chat model in the studio
+    page.click("button[data-example='stream-answer']")
+    page.wait_for_selector("#skill-status[data-state='ok']")
+    page.fill("#skill-in-question", "What is JSON?")
+    page.fill("#skill-in-model", "tiny-chat")
+    page.fill("#skill-in-max_tokens", "24")
+    page.click("#skill-run")
+    page.wait_for_function("document.querySelector('#skill-output').textContent.length > 0 && "
+                           "document.querySelector('#skill-output').dataset.state === 'running'")
+    page.wait_for_selector("#skill-output[data-state='ok']")
+    text = page.inner_text("#skill-output")
+    reply, payload = text.rsplit("\n\n", 1)
+    done = json.loads(payload)
+    assert reply and done["finish_reason"] in ("stop", "length") and 0 < done["completion_tokens"] <= 24
+    assert dialogs == [] and [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
