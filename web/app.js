@@ -109,7 +109,12 @@ function prepareSkills() {
     for (const { spec, fn } of PAGE_TOOLS) await s.engine.tools.register(spec, fn);
   })().catch((err) => console.warn(`the skill studio's tools and aliases: ${err.message}`));
 }
-shell.onPanel("skills", (shown) => shown && prepareSkills());
+shell.onPanel("skills", (shown) => {
+  if (!shown) return;
+  studio.show();
+  prepareSkills();
+});
+if (location.hash === "#skills") studio.show();
 
 const text = mountText(find(document, "#panel-text", HTMLElement));
 const endpoint = mountEndpoint(find(document, "#panel-endpoint", HTMLElement));

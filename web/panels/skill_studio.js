@@ -4,12 +4,12 @@
 // as text. A `@message_stream` skill's text is shown as it streams, its end payload after it.
 
 import { find, el } from "./dom.js";
-import { createSkillEditor } from "./skill_editor.js";
 import { registerErrorLine, tracebackLine } from "./skill_errors.js";
 import { FieldError, schemaForm } from "./skill_form.js";
 
 /**
  * @typedef {import("../engine.js").WebWorkerEngine} WebWorkerEngine
+ * @typedef {ReturnType<typeof import("./skill_editor.js").createSkillEditor>} SkillEditor
  * @typedef {{name: string, file: string}} Example
  * @typedef {object} StudioOptions
  * @property {(busy: boolean) => void} [onBusy] a skill starts or stops running
@@ -72,10 +72,17 @@ export function mountSkillStudio(root, options = {}) {
   /** @type {ReturnType<typeof schemaForm>} */
   let form = null;
 
-  const editor = createSkillEditor(find(root, "#skill-editor", HTMLElement), STARTER, {
-    run: () => void run(),
-    register: () => void register(),
-  });
+  /** @type {Promise<SkillEditor>|null} */
+  let editorLoad = null;
+  /** The code editor, made the first time the panel is shown (CodeMirror is 1.3 MB: not at start-up). */
+  const editor = () => {
+    editorLoad ??= import("./skill_editor.js").then(({ createSkillEditor }) =>
+      createSkillEditor(find(root, "#skill-editor", HTMLElement), STARTER, {
+        run: () => void run(),
+        register: () => void register(),
+      }));
+    return editorLoad;
+  };
 
   const updateControls = () => {
     ui.register.disabled = !engine || registering || running;
@@ -108,21 +115,21 @@ export function mountSkillStudio(root, options = {}) {
   async function register() {
     if (!engine || registering || running) return false;
     const name = ui.name.value.trim();
-    const source = editor.source();
+    const source = (await editor()).source();
     registering = true;
     updateControls();
     ui.name.removeAttribute("aria-invalid");
     setStatus(`Registering ${name}…`, "busy");
     try {
       const meta = await engine.skills.register({ name, source });
-      editor.mark(null);
+      (await editor()).mark(null);
       showForm(name, meta, source);
       setStatus(`Registered ${name}.`, "ok");
       return true;
     } catch (e) {
       const err = errorOf(e);
       const where = registerErrorLine({ param: err.param, message: err.message ?? "" });
-      editor.mark(where);
+      (await editor()).mark(where);
       if (err.param === "name") ui.name.setAttribute("aria-invalid", "true");
       setStatus(where ? `Line ${where.line}: ${where.message}` : `${err.name}: ${err.message}`, "error");
       return false;
@@ -143,7 +150,7 @@ export function mountSkillStudio(root, options = {}) {
     if (!engine || registering || running) return;
     ui.output.dataset.state = "running";
     ui.output.textContent = "";
-    if (!current || current.source !== editor.source() || current.name !== ui.name.value.trim()) {
+    if (!current || current.source !== (await editor()).source() || current.name !== ui.name.value.trim()) {
       if (!await register()) {
         ui.output.dataset.state = "";
         return;
@@ -187,7 +194,8 @@ export function mountSkillStudio(root, options = {}) {
       ui.output.dataset.state = "error";
       ui.runState.textContent = "failed";
       const where = tracebackLine(err.message ?? "", skill.name);
-      if (where && editor.source() === current?.source) editor.mark(where);
+      const ed = await editor();
+      if (where && ed.source() === current?.source) ed.mark(where);
       if (err.param?.startsWith("input.")) markField(err.param.slice(6));
     } finally {
       running = false;
@@ -214,7 +222,7 @@ export function mountSkillStudio(root, options = {}) {
     try {
       const r = await fetch(`skills/examples/${encodeURIComponent(example.file)}`);
       if (!r.ok) throw new Error(`HTTP ${r.status}`);
-      editor.setSource(await r.text());
+      (await editor()).setSource(await r.text());
     } catch (e) {
       setStatus(`The example ${example.name} could not be loaded: ${e instanceof Error ? e.message : e}`, "error");
       return;
@@ -258,7 +266,10 @@ export function mountSkillStudio(root, options = {}) {
   updateControls();
 
   return {
-    editor,
+    /** The panel is shown: make the code editor if it is not there yet. */
+    show() {
+      void editor();
+    },
     /** The engine to register and run skills on (null: none yet). @param {WebWorkerEngine|null} next */
     setEngine(next) {
       engine = next;
