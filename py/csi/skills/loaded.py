@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -63,7 +64,7 @@ class LoadedSkill:
     def run(self, csi: Csi, data: bytes | str) -> bytes:
         """A ``@skill``: its output as JSON bytes, as the Kernel's handler gives it."""
         validated = self.validate(data)
-        with self._as_skill_error():
+        with _skill_errors(self.name):
             result = self.func(csi, validated)
             out = bytes(result.model_dump_json().encode())
         return out
@@ -71,29 +72,22 @@ class LoadedSkill:
     def stream(self, csi: Csi, data: bytes | str, emit: Emit) -> None:
         """A ``@message_stream``: each item the skill writes goes to ``emit`` as it is written."""
         validated = self.validate(data)
-        with self._as_skill_error():
+        with _skill_errors(self.name):
             self.func(csi, EventWriter(emit), validated)
 
-    def _as_skill_error(self) -> _SkillErrors:
-        return _SkillErrors(self.name)
 
-
-class _SkillErrors:
+@contextmanager
+def _skill_errors(name: str) -> Iterator[None]:
     """Whatever the skill raises becomes ``SkillError`` with its traceback (the handler's
     ``Error_Internal``), a CSI call's typed error it let through included (its name and message are
     in the message); an interruption stays one (the runner reports it)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        if exc is None or isinstance(exc, SkillInterrupt):
-            return
+    try:
+        yield
+    except SkillInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the skill's own, whatever it raised
         text = "".join(traceback.format_exception(exc))
-        raise SkillError(f"skill {self.name} raised {type(exc).__name__}: {exc}\n{text}") from None
+        raise SkillError(f"skill {name} raised {type(exc).__name__}: {exc}\n{text}") from None
 
 
 class EventWriter(MessageWriter[Any]):

@@ -39,6 +39,10 @@ EXAMPLES = {
     "search-answer": "csi.skills.examples.search_answer",
     "stream-answer": "csi.skills.examples.stream_answer",
 }
+_WRONG_KIND = {
+    "skill": "skill {name} is a @message_stream skill: stream it (engine.skills.stream)",
+    "message_stream": "skill {name} is a @skill, not a @message_stream skill: run it (engine.skills.run)",
+}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 MAX_SOURCE_CHARS = 1024 * 1024
@@ -153,12 +157,15 @@ class SkillRegistry:
                 self._entries[name] = _Entry(None, builtin=False, error=exc.message)
         self._loaded = True
 
-    def _get(self, name: Any) -> LoadedSkill:
+    def _get(self, name: Any, kind: str | None = None) -> LoadedSkill:
+        """The skill ``name`` (of this ``kind``, when given); ``InvalidInputError`` on ``name`` otherwise."""
         entry = self._entries.get(name) if isinstance(name, str) else None
         if entry is None:
             raise InvalidInputError(f"there is no skill named {name!r}", "name")
         if entry.skill is None:
             raise InvalidInputError(f"skill {name!r} failed to load: {entry.error}", "name")
+        if kind is not None and entry.skill.kind != kind:
+            raise InvalidInputError(_WRONG_KIND[kind].format(name=repr(name)), "name")
         return entry.skill
 
     async def register(self, name: Any, source: Any, time_limit_ms: Any = None,
@@ -229,10 +236,7 @@ class SkillRegistry:
         Past ``time_limit_ms`` (from when it starts) the skill is interrupted: ``SkillError``. The
         skill's CSI calls serve ``scope`` (cancelling it cancels them)."""
         await self._ensure_loaded()
-        skill = self._get(name)
-        if skill.kind != "skill":
-            raise InvalidInputError(f"skill {name!r} is a @message_stream skill: stream it "
-                                    "(engine.skills.stream)", "name")
+        skill = self._get(name, "skill")
         data = self._input(input)
         return loads(await self._call(skill, time_limit_ms, scope, lambda csi: skill.run(csi, data)))
 
@@ -242,10 +246,7 @@ class SkillRegistry:
         ``message_end`` events, each as the skill writes it. Errors (bad input, the skill raising,
         its time limit, a cancel) end the stream."""
         await self._ensure_loaded()
-        skill = self._get(name)
-        if skill.kind != "message_stream":
-            raise InvalidInputError(f"skill {name!r} is a @skill, not a @message_stream skill: run it "
-                                    "(engine.skills.run)", "name")
+        skill = self._get(name, "message_stream")
         data = self._input(input)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()

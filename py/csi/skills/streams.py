@@ -39,8 +39,10 @@ class EngineEvents:
         return await anext(self._events, None)
 
     async def _rest(self) -> list[ChoiceEvent]:
-        return [e async for e in self._events] if self._events is not None else \
-            [e async for e in self._gen]
+        rest = []
+        while (event := await self._next_event()) is not None:
+            rest.append(event)
+        return rest
 
     def next(self) -> ChoiceEvent | None:
         if self._buffer:
@@ -125,7 +127,18 @@ def sdk_tool_call(name: str, arguments: str) -> str:
     return json.dumps({"type": "function", "function": {"name": name, "parameters": parameters}})
 
 
-class EngineChatStream(ChatStreamResponse):
+class _ClosesItsSource:
+    """Leaving the response's ``with`` block ends the generation if it is still running."""
+
+    source: EngineEvents
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc_value: BaseException | None,
+                 traceback: TracebackType | None) -> bool | None:
+        self.source.close()
+        return None
+
+
+class EngineChatStream(_ClosesItsSource, ChatStreamResponse):
     """``csi.chat_stream``: ``MessageBegin``, then ``MessageAppend`` per piece of text as the engine
     decodes it, then ``FinishReason`` and ``TokenUsage``."""
 
@@ -142,13 +155,8 @@ class EngineChatStream(ChatStreamResponse):
         event: ChatEvent | None = self._pull()
         return event
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc_value: BaseException | None,
-                 traceback: TracebackType | None) -> bool | None:
-        self.source.close()
-        return None
 
-
-class EngineCompletionStream(CompletionStreamResponse):
+class EngineCompletionStream(_ClosesItsSource, CompletionStreamResponse):
     """``csi.completion_stream``: ``CompletionAppend`` per piece of text, then ``FinishReason`` and
     ``TokenUsage``."""
 
@@ -159,8 +167,3 @@ class EngineCompletionStream(CompletionStreamResponse):
     def next(self) -> CompletionEvent | None:
         event: CompletionEvent | None = self._pull()
         return event
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc_value: BaseException | None,
-                 traceback: TracebackType | None) -> bool | None:
-        self.source.close()
-        return None
