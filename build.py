@@ -4,7 +4,7 @@
   python3 build.py              set up everything and build dist/
   python3 build.py serve [--port N]   ... then serve it at http://127.0.0.1:8000/
   python3 build.py test [pytest args] ... then run the whole test suite
-  python3 build.py bench        ... then run the benchmarks and print JSON
+  python3 build.py bench [--only sampling,decode,...]  ... then run the benchmarks and print JSON
   python3 build.py fuzz         ... then run the fuzzers with 10x the suite's budget
   python3 build.py soak [--minutes N]  ... then N minutes (30) of mixed traffic, and index faults
   python3 build.py import-gguf FILE.gguf [--id NAME]  ... then make a model the site serves from a GGUF
@@ -73,6 +73,7 @@ def main() -> int:
                         choices=["build", "serve", "test", "bench", "fuzz", "soak", "import-gguf"])
     parser.add_argument("--minutes", type=float, default=30.0, help="soak: how long the traffic runs")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--only", help="bench: a comma-separated list of sections (default: all)")
     parser.add_argument("--id", dest="model_id", help="import-gguf: the model's id (default: from the file name)")
     args, rest = parser.parse_known_args()
 
@@ -113,7 +114,7 @@ def main() -> int:
         dist = setup(browser=True)
         from buildtools.bench import run_bench
 
-        return run_bench(dist)
+        return run_bench(dist, args.only.split(",") if args.only else None)
     return 2
 
 

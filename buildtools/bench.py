@@ -231,7 +231,11 @@ SHAPES = [("tiny-chat", False, 128, 5), ("smollm2-135m-instruct", False, 64, 3),
 REAL_MODEL = "smollm2-135m-instruct"
 
 
-def run_bench(dist: Path) -> int:
+SECTIONS = ("sampling", "decode", "webgpu", "embeddings", "extras", "startup", "index")
+
+
+def run_bench(dist: Path, only: list[str] | None = None) -> int:
+    """Every section of the bench, or those in ``only`` (names from SECTIONS); JSON on stdout."""
     from playwright.sync_api import sync_playwright
 
     from .bench_decode import decode_bench, sampling_bench
@@ -240,6 +244,11 @@ def run_bench(dist: Path) -> int:
     from .hub_mirror import Mirror
     from .site import build_bench_models
 
+    unknown = sorted(set(only or []) - set(SECTIONS))
+    if unknown:
+        print(f"unknown bench section(s) {unknown}; the sections are {list(SECTIONS)}", file=sys.stderr)
+        return 2
+    wanted = set(only or SECTIONS)
     mirror = Mirror(build_bench_models()).start()
     server, url = serve_in_thread(dist)
     result: dict[str, Any] = {}
@@ -261,29 +270,36 @@ def run_bench(dist: Path) -> int:
             page = page_of()
             result["cross_origin_isolated"] = page.evaluate("self.crossOriginIsolated")
             result["threads"] = page.evaluate("navigator.hardwareConcurrency")
-            result["sampling"] = sampling_bench(page)
-            result["decode_wasm"] = []
-            for model, from_hub, tokens, rounds in SHAPES:
-                log(f"bench: decoding on {model} (WASM)")
-                result["decode_wasm"].append(decode_bench(page_of(), model, "wasm", mirror.url if from_hub else None,
-                                                          tokens, rounds))
-            log("bench: tiny-chat on WebGPU")
-            result["decode_webgpu_swiftshader"] = [decode_bench(page_of(), "tiny-chat", "webgpu", None, 32, 3)]
-            log(f"bench: {REAL_MODEL} on WebGPU (SwiftShader: a CPU emulating a GPU, slow)")
-            result["decode_webgpu_swiftshader"].append(decode_bench(page_of(), REAL_MODEL, "webgpu", None, 4, 1))
-            log("bench: embeddings")
-            result["embeddings"] = embed_bench(page_of())
-            log("bench: tiny-chat extras, chunking, languages")
-            extras = page_of().evaluate(EXTRAS_SCRIPT, [MESSAGES, TOKENS, ROUNDS])
-            result["tiny_chat_extras"] = _extras(extras, _insides_bench(browser, url))
-            result |= _csi_bench(page_of(), dist)
+            if "sampling" in wanted:
+                result["sampling"] = sampling_bench(page)
+            if "decode" in wanted:
+                result["decode_wasm"] = []
+                for model, from_hub, tokens, rounds in SHAPES:
+                    log(f"bench: decoding on {model} (WASM)")
+                    result["decode_wasm"].append(decode_bench(page_of(), model, "wasm",
+                                                              mirror.url if from_hub else None, tokens, rounds))
+            if "webgpu" in wanted:
+                log("bench: tiny-chat on WebGPU")
+                result["decode_webgpu_swiftshader"] = [decode_bench(page_of(), "tiny-chat", "webgpu", None, 32, 3)]
+                log(f"bench: {REAL_MODEL} on WebGPU (SwiftShader: a CPU emulating a GPU, slow)")
+                result["decode_webgpu_swiftshader"].append(decode_bench(page_of(), REAL_MODEL, "webgpu", None, 4, 1))
+            if "embeddings" in wanted:
+                log("bench: embeddings")
+                result["embeddings"] = embed_bench(page_of())
+            if "extras" in wanted:
+                log("bench: tiny-chat extras, chunking, languages")
+                extras = page_of().evaluate(EXTRAS_SCRIPT, [MESSAGES, TOKENS, ROUNDS])
+                result["tiny_chat_extras"] = _extras(extras, _insides_bench(browser, url))
+                result |= _csi_bench(page_of(), dist)
             browser.close()
-            log("bench: cold and warm start")
-            result["startup"] = startup_bench(p, url, CHROMIUM, ARGS)
-            log(f"bench: cold and warm start of {REAL_MODEL}, with peak memory")
-            result["startup_real_model"] = startup_bench(p, url, CHROMIUM, ARGS, rounds=2, model=REAL_MODEL)
-            # a persistent profile of its own (IndexedDB on disk), fresh: the database starts empty
-            result["document_index"] = index_bench(p, url, CHROMIUM, ARGS)
+            if "startup" in wanted:
+                log("bench: cold and warm start")
+                result["startup"] = startup_bench(p, url, CHROMIUM, ARGS)
+                log(f"bench: cold and warm start of {REAL_MODEL}, with peak memory")
+                result["startup_real_model"] = startup_bench(p, url, CHROMIUM, ARGS, rounds=2, model=REAL_MODEL)
+            if "index" in wanted:
+                # a persistent profile of its own (IndexedDB on disk), fresh: the database starts empty
+                result["document_index"] = index_bench(p, url, CHROMIUM, ARGS)
     finally:
         server.shutdown()
         mirror.stop()
