@@ -1,5 +1,7 @@
 // Log-probabilities of the chosen token and of the most likely ones, always finite.
 
+import { fastExp } from "./fast_exp.js";
+
 /**
  * The floor of every log-probability (csi.core.request.MIN_LOGPROB, OpenAI's "very unlikely"): a
  * token with no chance, or logits that are not finite, give this, never -Infinity or NaN.
@@ -45,7 +47,7 @@ export function logprobs(logits, token, k, lse) {
   }
   if (lse === undefined) {
     let sum = 0;
-    for (let i = 0; i < n; i++) sum += Math.exp(logits[i] - max);
+    for (let i = 0; i < n; i++) sum += fastExp(logits[i] - max);
     lse = max + Math.log(sum);
   }
   /** @type {Array<[number, number]>} */

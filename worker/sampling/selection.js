@@ -7,6 +7,7 @@
 // lands is found on the histogram, and only that bucket's tokens are sorted. A step costs a few
 // passes over typed arrays whatever the distribution's shape.
 
+import { fastExp } from "./fast_exp.js";
 import { orderBy, sortByKey } from "./order.js";
 
 /** @typedef {import("./params.js").SamplingParams} SamplingParams */
@@ -146,7 +147,7 @@ function kept(logits, p) {
     let c = 0;
     for (let j = 0; j < m; j++) {
       const id = idx[j];
-      const x = Math.exp((logits[id] - max) * invT);
+      const x = fastExp((logits[id] - max) * invT);
       if (x > 0) {
         w[id] = x;
         idx[c++] = id;
@@ -163,7 +164,7 @@ function kept(logits, p) {
   let total = 0;
   for (let i = 0; i < n; i++) {
     const v = logits[i];
-    const x = Math.exp((v - max) * invT);
+    const x = fastExp((v - max) * invT);
     w[i] = x;
     total += x;
     if (x > 0) {
