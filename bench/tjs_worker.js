@@ -1,8 +1,9 @@
 // Benchmark baseline: transformers.js's own greedy `model.generate` in a module worker, on the
-// same model files, the same ORT runtime and the same thread settings as csi-web's worker.
+// same model files and thread settings as csi-web's worker, on the ORT build transformers.js picks
+// itself (asyncify) unless the load names another (`build: "plain"`, csi-web's on WASM).
 
 import { AutoModelForCausalLM, AutoTokenizer, pipeline } from "../vendor/transformers/transformers.js";
-import { configureRuntime } from "../worker/runtime_env.js";
+import { configureRuntime, useOrtBuild } from "../worker/runtime_env.js";
 
 const env = configureRuntime();
 env.allowRemoteModels = false;
@@ -15,6 +16,7 @@ let extractor;
 self.onmessage = async ({ data }) => {
   try {
     if (data.type === "load") {
+      useOrtBuild(data.build ?? "asyncify");
       // a model not built into the site comes from a Hub mirror, in the dtype its config names
       if (data.hub) Object.assign(env, { allowRemoteModels: true, remoteHost: data.hub });
       const t0 = performance.now();
@@ -27,6 +29,7 @@ self.onmessage = async ({ data }) => {
     }
     if (data.type === "embed") {
       // the feature-extraction pipeline as its docs show it: mean pooling, normalized
+      useOrtBuild(data.build ?? "asyncify");
       extractor ??= await pipeline("feature-extraction", data.model, { device: "wasm", dtype: "fp32" });
       const t0 = performance.now();
       const out = await extractor(data.texts, { pooling: "mean", normalize: true });

@@ -39,15 +39,20 @@ async ([model, device, hub, messages, second, tokens, rounds, withTjs]) => {
   const engine = await CreateWebWorkerEngine(new Worker('/worker/worker.js', {type: 'module'}), model,
                                              {device, hubMirror: hub});
   const load_s = (performance.now() - t0) / 1000;
-  let tjs = null;
-  const ask = (msg) => new Promise((resolve, reject) => {
-    tjs.onmessage = ({data}) => data.ok ? resolve(data) : reject(new Error(data.error));
-    tjs.postMessage(msg);
+  // transformers.js on its own ORT build (asyncify), and on csi-web's WASM one (plain SIMD)
+  let tjs = null, tjsSame = null;
+  const askOf = (w) => (msg) => new Promise((resolve, reject) => {
+    w.onmessage = ({data}) => data.ok ? resolve(data) : reject(new Error(data.error));
+    w.postMessage(msg);
   });
   let tjsLoad = null;
   if (withTjs) {
     tjs = new Worker('/bench/tjs_worker.js', {type: 'module'});
-    tjsLoad = await ask({type: 'load', model, device, hub});
+    tjsLoad = await askOf(tjs)({type: 'load', model, device, hub});
+    if (device === 'wasm') {
+      tjsSame = new Worker('/bench/tjs_worker.js', {type: 'module'});
+      await askOf(tjsSame)({type: 'load', model, device, hub, build: 'plain'});
+    }
   }
 
   async function ours(extra = {}) {
@@ -63,16 +68,18 @@ async ([model, device, hub, messages, second, tokens, rounds, withTjs]) => {
             forward_s: mean(b.forwardTime), sampling_s: mean(b.totalTime),
             engine_tpot_s: usage.extra.time_per_output_token_s, page_tpot_s: page_tpot};
   }
-  const theirs = () => ask({type: 'generate', messages, tokens});
+  const theirs = () => askOf(tjs)({type: 'generate', messages, tokens});
+  const theirsSame = () => askOf(tjsSame)({type: 'generate', messages, tokens});
 
   const full = {top_p: 0.9, temperature: 0.7, seed: 1, stop: ['<<never>>', '\\n\\n\\n'], logprobs: true,
                 top_logprobs: 5};
-  await ours(); await ours(full); if (tjs) await theirs();  // warm-up
-  const runs = {greedy: [], full: [], transformers_js: []};
+  await ours(); await ours(full); if (tjs) await theirs(); if (tjsSame) await theirsSame();  // warm-up
+  const runs = {greedy: [], full: [], transformers_js: [], transformers_js_same_build: []};
   for (let i = 0; i < rounds; i++) {
     runs.greedy.push(await ours());
     runs.full.push(await ours(full));
     if (tjs) runs.transformers_js.push(await theirs());
+    if (tjsSame) runs.transformers_js_same_build.push(await theirsSame());
   }
 
   // second turn: time to first token with the prefix cache, and after resetChat() without it
@@ -93,6 +100,7 @@ async ([model, device, hub, messages, second, tokens, rounds, withTjs]) => {
   await engine.unload();
   engine.terminate?.();
   tjs?.terminate();
+  tjsSame?.terminate();
   return {load_s, tjs_load_s: tjsLoad?.load_s ?? null, runs, turn};
 }
 """
@@ -129,6 +137,12 @@ def decode_bench(page: Any, model: str, device: str, hub: str | None, tokens: in
                                        "ratio_top_p_stop_logprobs_vs_their_greedy": full / theirs}
         out["time_to_first_token_s"]["transformers_js"] = _med(runs["transformers_js"], "ttft_s")
         out["transformers_js_load_s"] = raw["tjs_load_s"]
+        out["transformers_js_build"] = "asyncify (its default)"
+    if runs["transformers_js_same_build"]:
+        same = _med(runs["transformers_js_same_build"], "decode_tokens_per_s")
+        out["decode_tokens_per_s"] |= {"transformers_js_greedy_on_csi_web_build": same,
+                                       "ratio_greedy_same_build": greedy / same,
+                                       "ratio_top_p_stop_logprobs_same_build": full / same}
     out["per_token_split"] = {"greedy": split(runs["greedy"]), "top_p_stop_logprobs": split(runs["full"])}
     out["second_turn_time_to_first_token_s"] = {
         "with_prefix_reuse": statistics.median(turn["reuse"]),

@@ -32,7 +32,8 @@ VENDOR = {
     "vendor/highlight/styles": (NODE / "@highlightjs/cdn-assets/styles", ["a11y-light.min.css", "a11y-dark.min.css"]),
     # The ORT runtime transformers.js bundles, served from the same version's npm package.
     "vendor/ort": (NODE / "onnxruntime-web/dist", ["ort-wasm-simd-threaded.asyncify.mjs",
-                                                   "ort-wasm-simd-threaded.asyncify.wasm"]),
+                                                   "ort-wasm-simd-threaded.asyncify.wasm",
+                                                   "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"]),
 }
 
 

@@ -28,9 +28,48 @@ export { setLogitProcessorRegistry };
 
 const SITE = new URL("../", import.meta.url);
 
+const bridge = new Bridge();
+/** @type {Set<string|number>} load requests whose models the worker began loading while Python booted */
+const preloadedFor = new Set();
+
 /** @param {WorkerReply|string} message a reply, or one already in JSON text */
 function post(message) {
-  self.postMessage(typeof message === "string" ? message : JSON.stringify(message));
+  const text = typeof message === "string" ? message : JSON.stringify(message);
+  if (preloadedFor.size) settlePreloads(typeof message === "string" ? JSON.parse(message) : message);
+  self.postMessage(text);
+}
+
+/**
+ * Begin loading the models of a load request that arrives while Python boots (the ONNX sessions are
+ * made meanwhile; Python's load of the same model takes the work over).
+ * @param {any} data a page message
+ */
+function preloadFrom(data) {
+  let msg = data;
+  try {
+    if (typeof data === "string") msg = JSON.parse(data);
+  } catch {
+    return;
+  }
+  const ids = msg?.request?.model_ids;
+  const device = msg?.request?.device ?? "wasm";
+  const id = idOf(msg);
+  if (msg?.type !== "load" || id === null || !Array.isArray(ids) || typeof device !== "string") return;
+  preloadedFor.add(id);
+  SITE_MODELS_LISTED.then(() => {
+    for (const model of ids.slice(0, 4)) if (typeof model === "string") bridge.preload(model, device);
+  });
+}
+
+/**
+ * Once the load request a preload was begun for has its answer, the preloads it did not take are
+ * ended (a request Python refused, a model it did not load).
+ * @param {WorkerReply} reply
+ */
+function settlePreloads(reply) {
+  if (reply?.id == null || !preloadedFor.has(reply.id) || (reply.type !== "result" && reply.type !== "error")) return;
+  preloadedFor.delete(reply.id);
+  bridge.discardPreloads();
 }
 
 /** @param {string|null} id @param {string} stage @param {number} loaded @param {number} total */
@@ -99,7 +138,7 @@ async function boot(id) {
   await SITE_MODELS_LISTED;
   const mod = pyodide.pyimport("csi.worker.main");
   /** @type {App} */
-  const created = mod.create_app(new Bridge(), new Host(new PackageLoader(pyodide)), post,
+  const created = mod.create_app(bridge, new Host(new PackageLoader(pyodide)), post,
     () => (pageInterrupts ? Atomics.load(pageInterrupts, 0) : 0), pageTools);
   mod.destroy();
   // only now: Python's handler aims each interrupt at the skill it is for (csi.skills.interrupts)
@@ -147,6 +186,7 @@ async function onMessage(event) {
   if (ended) return;
   try {
     if (!app) {
+      preloadFrom(data);
       booting ??= boot(idOf(data));
       app = await booting;
     }

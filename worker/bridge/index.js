@@ -30,6 +30,9 @@ export class Bridge {
   /** @param {Parameters<LoadingRole["loadModel"]>} a */
   loadModel(...a) { return this.#loading.loadModel(...a); }
   abortLoads() { this.#loading.abortLoads(); }
+  /** @param {string} id @param {string} device */
+  preload(id, device) { this.#loading.preload(id, device); }
+  discardPreloads() { return this.#loading.discardPreloads(); }
   /** @param {string} id */
   unloadModel(id) { return this.#loading.unloadModel(id); }
   /** The loaded chat model `id`, else throws. @param {string} id */

@@ -11,6 +11,7 @@ import {
 } from "../../vendor/transformers/transformers.js";
 import { ChatModel } from "../chat_model.js";
 import { EXPANDED_GRAPHS } from "../gguf_blocks.js";
+import { useRuntimeFor } from "../runtime_env.js";
 import { Guts } from "../guts.js";
 import { HUB, abortLoads, beginLoad } from "../hub_fetch.js";
 import { EmbeddingModel } from "./embedding_model.js";
@@ -35,12 +36,75 @@ async function webgpuAvailable() {
   }
 }
 
+/**
+ * A load the worker began before Python asked for it (while Python boots): the first load of the same
+ * model on the same device takes it over, with the progress it reported so far.
+ * @typedef {{controller: AbortController, promise: Promise<string>, claim: (onProgress: (p: Progress) => void) => void}} Preload
+ */
+
 export class LoadingRole {
   /** @param {ModelStore} store */
   constructor(store) {
     this.store = store;
     /** @type {Map<string, number>} loads begun per model id: only the latest may keep its model */
     this.loadSeq = new Map();
+    /** @type {Map<string, Preload>} by model id and device */
+    this.preloads = new Map();
+    /** @type {Promise<unknown>} the last preload (they run one after the other, as Python's loads) */
+    this.preloadChain = Promise.resolve();
+  }
+
+  /**
+   * Begin loading built-in model `id` on `device` before anyone asks: the worker does this with the
+   * page's load request while Python boots, so the model's files and sessions are ready sooner.
+   * Until a load claims it, `abortLoads()` leaves it alone (Python cancels loads before its own);
+   * {@link discardPreloads} ends it.
+   * @param {string} id @param {string} device
+   */
+  preload(id, device) {
+    const key = `${id}\n${device}`;
+    if (!BUILTIN_MODELS.includes(id) || this.preloads.has(key) || this.store.models.has(id)) return;
+    const controller = new AbortController();
+    /** @type {Progress[]} */
+    const early = [];
+    /** @type {((p: Progress) => void)|null} */
+    let listener = null;
+    const onProgress = (/** @type {Progress} */ p) => (listener ? listener(p) : early.push(p));
+    const promise = this.preloadChain.then(() => this.#loadModel(id, device, onProgress, null, controller.signal));
+    this.preloadChain = promise.catch(() => {});
+    this.preloads.set(key, {
+      controller, promise, claim: (fn) => {
+        listener = fn;
+        for (const p of early.splice(0)) fn(p);
+      },
+    });
+  }
+
+  /** End the preloads no load claimed (their models are disposed). */
+  async discardPreloads() {
+    const left = [...this.preloads.entries()];
+    this.preloads.clear();
+    for (const [key, pre] of left) {
+      pre.controller.abort(new DOMException("no load asked for this model", "AbortError"));
+      const loaded = await pre.promise.then(() => true, () => false);
+      if (loaded) await this.unloadModel(key.split("\n")[0]);
+    }
+  }
+
+  /**
+   * The preload of `id` on `device`, taken over by the load reporting to `onProgress` (null when
+   * there is none); an unload or another load cancels it from then on, as any load.
+   * @param {string} id @param {string} device @param {(p: Progress) => void} onProgress
+   */
+  #claim(id, device, onProgress) {
+    const key = `${id}\n${device}`;
+    const pre = this.preloads.get(key);
+    if (!pre) return null;
+    this.preloads.delete(key);
+    pre.claim(onProgress);
+    const load = beginLoad(null);
+    load.signal.addEventListener("abort", () => pre.controller.abort(load.signal.reason), { once: true });
+    return pre.promise.finally(() => load.done(true));
   }
 
   /** The ids of the models the site serves itself. */
@@ -57,6 +121,9 @@ export class LoadingRole {
    * @returns {Promise<string>} the model's info, as JSON
    */
   async loadModel(id, device, onProgress, dtype = null, hub = null) {
+    const claimed = dtype === null ? this.#claim(id, device, onProgress) : null;
+    if (claimed) return claimed;
+    if (this.preloads.size) await this.discardPreloads();
     const builtin = BUILTIN_MODELS.includes(id);
     // a site model has no business with the Hub (a Hub load may be running), but is as cancellable
     if (!builtin) env.remoteHost = hub ?? HUB;
@@ -82,6 +149,7 @@ export class LoadingRole {
    */
   async #loadModel(id, device, onProgress, dtype, signal) {
     if (device === "auto") device = (await webgpuAvailable()) ? "webgpu" : "wasm";
+    useRuntimeFor(device);
     /** @type {Set<string>} the ONNX files (and their external data) transformers.js reads */
     const onnxFiles = new Set();
     const progress_callback = (/** @type {any} */ e) => {
