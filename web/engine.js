@@ -219,9 +219,9 @@ export class WebWorkerEngine {
 
   /**
    * What the engine holds in memory: the worker's WebAssembly memories (Pyodide's, onnxruntime-web's,
-   * others'), the bytes of its live GPU buffers (WebGPU), the models loaded and Python's live memory
-   * blocks; with `{jsHeap: true}` also the JS heap of this page and its workers (`js_heap`, null where
-   * the browser cannot measure it; slow unless it measures eagerly, see client/js_heap.js).
+   * others'), the bytes of its live GPU buffers (WebGPU), the models loaded and the objects Python's
+   * collector tracks; with `{jsHeap: true}` also the JS heap of this page and its workers (`js_heap`,
+   * null where the browser cannot measure it; slow unless it measures eagerly, see client/js_heap.js).
    * @param {{jsHeap?: boolean} & Deadline} [options]
    * @returns {Promise<MemoryStats & {js_heap?: JsHeap|null}>}
    */
