@@ -7,14 +7,14 @@ import copy
 import json
 from typing import Any
 
-from buildtools.bench_memory import BOUNDS, MB, judge
+from buildtools.bench_memory import BOUNDS, MIB, judge
 from csi.backends.local_host import LocalHost
 from csi.runtime import build_runtime
 from csi.testing import EOS, ScriptedBackend
 from csi.worker.app import WorkerApp
 from tests.support.aio import run_async
 
-WORKER = {"pyodide_wasm_bytes": 37 * MB, "ort_wasm_bytes": 75 * MB, "other_wasm_bytes": 0,
+WORKER = {"pyodide_wasm_bytes": 37 * MIB, "ort_wasm_bytes": 75 * MIB, "other_wasm_bytes": 0,
           "gpu_buffer_bytes": None, "gpu_buffers": None, "models": 1}
 
 
@@ -41,7 +41,7 @@ def test_memory_stats_answers_at_once_with_the_workers_figures_and_pythons_objec
 def _step(phase: str, step: int, model: str | None, **over: Any) -> dict[str, Any]:
     s: dict[str, Any] = {"phase": phase, "step": step, "model": model, **WORKER, "models": 0 if model is None else 1,
                          "python_objects": 46_700, "gpu_buffer_bytes": 0, "gpu_buffers": 0,
-                         "js_heap": {"page_bytes": MB // 2, "workers_bytes": 172 * MB, "total_bytes": 173 * MB}}
+                         "js_heap": {"page_bytes": MIB // 2, "workers_bytes": 172 * MIB, "total_bytes": 173 * MIB}}
     for k, v in over.items():
         s[k] = v
     return s
@@ -54,19 +54,19 @@ def _flat_run() -> list[dict[str, Any]]:
         steps += [_step("unloaded", c, None), _step("reloaded", c, "tiny-chat")]
     for s in range(1, 11):
         model = "smollm2" if s % 2 else "tiny-chat"
-        steps.append(_step("switched", s, model, ort_wasm_bytes=930 * MB,
-                           js_heap={"page_bytes": MB // 2, "workers_bytes": (1060 if s % 2 else 1030) * MB,
+        steps.append(_step("switched", s, model, ort_wasm_bytes=930 * MIB,
+                           js_heap={"page_bytes": MIB // 2, "workers_bytes": (1060 if s % 2 else 1030) * MIB,
                                     "total_bytes": 0}))
-    return [*steps, _step("end_unloaded", 0, None, ort_wasm_bytes=930 * MB)]
+    return [*steps, _step("end_unloaded", 0, None, ort_wasm_bytes=930 * MIB)]
 
 
 def test_a_flat_run_is_within_every_bound():
     verdict = judge(_flat_run())
     assert verdict["ok"], {k: c for k, c in verdict["checks"].items() if not c["ok"]}
-    assert verdict["figures"]["ort_wasm_bytes"] == {"baseline": 75 * MB, "max": 930 * MB, "end_on_model": 930 * MB,
-                                                    "end_unloaded": 930 * MB}
+    assert verdict["figures"]["ort_wasm_bytes"] == {"baseline": 75 * MIB, "max": 930 * MIB, "end_on_model": 930 * MIB,
+                                                    "end_unloaded": 930 * MIB}
     # the JS heap outside the wasm memories: workers' and page's heap less Pyodide's and ORT's memories
-    assert verdict["checks"]["js_heap_outside_wasm_bytes"]["baseline"] == 172 * MB + MB // 2 - 112 * MB
+    assert verdict["checks"]["js_heap_outside_wasm_bytes"]["baseline"] == 172 * MIB + MIB // 2 - 112 * MIB
 
 
 def _leak(steps: list[dict[str, Any]], phase: str, key: str, per_step: int) -> list[dict[str, Any]]:
@@ -93,7 +93,7 @@ def test_growth_during_generations_fails_even_when_tiny():
 
 def test_js_heap_python_objects_gpu_buffers_and_models_left_behind_fail():
     steps = _flat_run()
-    steps[-4]["js_heap"] = {**steps[-4]["js_heap"], "workers_bytes": 1030 * MB + BOUNDS["js_heap_over_baseline"] + MB}
+    steps[-4]["js_heap"] = {**steps[-4]["js_heap"], "workers_bytes": 1030 * MIB + BOUNDS["js_heap_over_baseline"] + MIB}
     steps[3]["python_objects"] += BOUNDS["python_objects_over_baseline"] + 1
     unloaded = [s for s in steps if s["model"] is None]
     unloaded[4]["gpu_buffer_bytes"] = 256
