@@ -12,7 +12,7 @@
 const memories = [];
 /** @type {WeakSet<WebAssembly.Memory>} */
 const seen = new WeakSet();
-/** @type {(source: unknown) => boolean} whether a module's bytes are onnxruntime-web's */
+/** @type {(source: unknown) => boolean} whether these bytes (or this module) are onnxruntime-web's */
 let isOrtBinary = () => false;
 
 /** @param {unknown} value @param {Owner} owner @param {number} depth */
@@ -37,8 +37,14 @@ function ownerOfUrl(url) {
   return "other";
 }
 
+/** Python's interpreter (a module compiled from a snapshot or a cache has no URL to tell it by). */
+function isPython(/** @type {WebAssembly.Module} */ module) {
+  return WebAssembly.Module.exports(module).some((e) => e.name === "Py_Initialize");
+}
+
 /** @param {unknown} source bytes or a compiled module @returns {Owner} */
-function ownerOfBytes(source) {
+function ownerOfSource(source) {
+  if (source instanceof WebAssembly.Module && isPython(source)) return "pyodide";
   const buffer = ArrayBuffer.isView(source) ? source.buffer : source;
   return isOrtBinary(source) || isOrtBinary(buffer) ? "onnxruntime" : "other";
 }
@@ -46,6 +52,7 @@ function ownerOfBytes(source) {
 /** @param {any} result an Instance, or {instance, module} @param {Owner} owner */
 function noteResult(result, owner) {
   const instance = result instanceof WebAssembly.Instance ? result : result?.instance;
+  if (owner === "other" && result?.module instanceof WebAssembly.Module && isPython(result.module)) owner = "pyodide";
   if (instance) noteMemories(instance.exports, owner);
   return result;
 }
@@ -54,7 +61,7 @@ function watchWebAssembly() {
   /** @type {any} */
   const instantiate = WebAssembly.instantiate;
   /** @type {any} */ (WebAssembly).instantiate = function (/** @type {any} */ source, /** @type {any} */ imports) {
-    const owner = ownerOfBytes(source);
+    const owner = ownerOfSource(source);
     noteMemories(imports, owner);
     return instantiate.call(this, source, imports).then((/** @type {any} */ r) => noteResult(r, owner));
   };
@@ -123,7 +130,8 @@ let installed = false;
 
 /**
  * Start watching (once per worker, before any wasm module this should see is instantiated).
- * @param {(source: unknown) => boolean} ortBinary whether these bytes are onnxruntime-web's module
+ * @param {(source: unknown) => boolean} ortBinary whether the bytes (or the compiled module) handed to
+ *   `WebAssembly.instantiate` are onnxruntime-web's: its exports are minified, so only its loader knows
  */
 export function installMemoryProbes(ortBinary) {
   isOrtBinary = ortBinary;

@@ -3,12 +3,12 @@
 // the GPU), sampling on typed arrays, embeddings. Each method hands the call to the role that does
 // it (one file each); nothing here decides what to generate.
 
+import { installMemoryProbes, workerMemory } from "../memory_stats.js";
 import { configureRuntime } from "../runtime_env.js";
 import { EmbeddingsRole } from "./embeddings.js";
 import { GenerationRole } from "./generation.js";
 import { InsidesRole } from "./insides.js";
 import { LoadingRole } from "./loading.js";
-import { installMemoryProbes, workerMemory } from "../memory_stats.js";
 import { ModelStore } from "./model_store.js";
 import { TokenizersRole } from "./tokenizers.js";
 
