@@ -5,6 +5,7 @@
   python3 build.py serve [--port N]   ... then serve it at http://127.0.0.1:8000/
   python3 build.py test [pytest args] ... then run the whole test suite
   python3 build.py bench [--only sampling,decode,...]  ... then run the benchmarks and print JSON
+  python3 build.py bench --device webgpu  ... the same on a hardware GPU (fails clearly without one)
   python3 build.py fuzz         ... then run the fuzzers with 10x the suite's budget
   python3 build.py soak [--minutes N]  ... then N minutes (30) of mixed traffic, and index faults
   python3 build.py import-gguf FILE.gguf [--id NAME]  ... then make a model the site serves from a GGUF
@@ -74,6 +75,8 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=30.0, help="soak: how long the traffic runs")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--only", help="bench: a comma-separated list of sections (default: all)")
+    parser.add_argument("--device", choices=["wasm", "webgpu"], default="wasm",
+                        help="bench: wasm (default), or webgpu on a hardware adapter (Chromium's Vulkan flags)")
     parser.add_argument("--id", dest="model_id", help="import-gguf: the model's id (default: from the file name)")
     args, rest = parser.parse_known_args()
 
@@ -114,7 +117,7 @@ def main() -> int:
         dist = setup(browser=True)
         from buildtools.bench import run_bench
 
-        return run_bench(dist, args.only.split(",") if args.only else None)
+        return run_bench(dist, args.only.split(",") if args.only else None, args.device)
     return 2
 
 

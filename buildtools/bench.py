@@ -231,19 +231,24 @@ SHAPES = [("tiny-chat", False, 128, 5), ("smollm2-135m-instruct", False, 64, 3),
 REAL_MODEL = "smollm2-135m-instruct"
 
 
-SECTIONS = ("sampling", "decode", "webgpu", "embeddings", "extras", "startup", "index")
+SECTIONS = ("sampling", "decode", "webgpu", "embeddings", "extras", "startup", "index", "memory")
 
 
-def run_bench(dist: Path, only: list[str] | None = None) -> int:
-    """Every section of the bench, or those in ``only`` (names from SECTIONS); JSON on stdout."""
+def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -> int:
+    """Every section of the bench, or those in ``only`` (names from SECTIONS); JSON on stdout. With
+    ``device`` "webgpu", the GPU bench of bench_gpu.py instead (a hardware adapter, or exit status 1)."""
     from playwright.sync_api import sync_playwright
 
     from .bench_decode import decode_bench, sampling_bench
     from .bench_embed import embed_bench
+    from .bench_gpu import run_webgpu_bench
+    from .bench_memory import memory_bench
     from .bench_startup import startup_bench
     from .hub_mirror import Mirror
     from .site import build_bench_models
 
+    if device == "webgpu":
+        return run_webgpu_bench(dist, ARGS, CHROMIUM, only)
     unknown = sorted(set(only or []) - set(SECTIONS))
     if unknown:
         print(f"unknown bench section(s) {unknown}; the sections are {list(SECTIONS)}", file=sys.stderr)
@@ -300,6 +305,9 @@ def run_bench(dist: Path, only: list[str] | None = None) -> int:
             if "index" in wanted:
                 # a persistent profile of its own (IndexedDB on disk), fresh: the database starts empty
                 result["document_index"] = index_bench(p, url, CHROMIUM, ARGS)
+            if "memory" in wanted:
+                log("bench: memory over 200 generations, 20 load/unload cycles, 10 model switches")
+                result["memory"] = memory_bench(p, url, CHROMIUM, ARGS)
     finally:
         server.shutdown()
         mirror.stop()

@@ -16,6 +16,7 @@ import { EngineError } from "./engine_error.js";
 import { deadline, settleOnly } from "./client/calls.js";
 import { csiApi } from "./client/csi_api.js";
 import { indexApi } from "./client/index_api.js";
+import { measureJsHeap } from "./client/js_heap.js";
 import { LoadProgress } from "./client/load_progress.js";
 import { openaiApi } from "./client/openai_api.js";
 import { remoteApi } from "./client/remote_api.js";
@@ -31,6 +32,8 @@ import { WorkerClient } from "./client/worker_client.js";
  * @typedef {import("../worker/protocol.js").IndexProgress} IndexProgress
  * @typedef {import("../worker/protocol.js").IndexPutProgress} IndexPutProgress
  * @typedef {import("../worker/protocol.js").Progress} Progress
+ * @typedef {import("../worker/protocol.js").MemoryStats} MemoryStats
+ * @typedef {import("./client/js_heap.js").JsHeap} JsHeap
  * @typedef {import("./client/load_progress.js").InitProgressReport} InitProgressReport
  * @typedef {import("./client/calls.js").Deadline} Deadline
  * @typedef {import("./client/calls.js").CallOptions} CallOptions
@@ -212,6 +215,19 @@ export class WebWorkerEngine {
 
   getInitProgressCallback() {
     return this.config.initProgressCallback;
+  }
+
+  /**
+   * What the engine holds in memory: the worker's WebAssembly memories (Pyodide's, onnxruntime-web's,
+   * others'), the bytes of its live GPU buffers (WebGPU), the models loaded and the objects Python's
+   * collector tracks; with `{jsHeap: true}` also the JS heap of this page and its workers (`js_heap`,
+   * null where the browser cannot measure it; slow unless it measures eagerly, see client/js_heap.js).
+   * @param {{jsHeap?: boolean} & Deadline} [options]
+   * @returns {Promise<MemoryStats & {js_heap?: JsHeap|null}>}
+   */
+  async memoryStats(options = {}) {
+    const stats = await this.client.send("memory_stats", {}, deadline(options));
+    return options?.jsHeap ? { ...stats, js_heap: await measureJsHeap() } : stats;
   }
 
   /** WebLLM's: the WebGPU adapter's vendor; rejects when the browser has no WebGPU. */

@@ -25,7 +25,7 @@
  *   | "csi_document_metadata" | "index_delete" | "index_list" | "index_drop" | "index_create" | "index_put"
  *   | "skills_register" | "skills_list" | "skills_metadata" | "skills_run" | "skills_stream" | "skills_remove"
  *   | "set_model_aliases" | "tools_register" | "tools_list" | "tools_remove" | "reset_chat" | "unload" | "cancel"
- *   | "interrupt" | "boot_timings"} MessageType
+ *   | "interrupt" | "boot_timings" | "memory_stats"} MessageType
  *   Every message type. What some of them mean:
  *   - `load`: load these models, unloading the others; those not built in come from the Hugging Face
  *     Hub, or from the mirror whose base URL is `hub`. Progress: one report per file event, then
@@ -48,6 +48,7 @@
  *   - `interrupt`: end the running generations at their next token (finish_reason "abort"), and the
  *     skill calls under way.
  *   - `boot_timings`: result {@link BootTimings}.
+ *   - `memory_stats`: result {@link MemoryStats}.
  */
 
 /**
@@ -123,6 +124,16 @@
  *            eos_token_ids: number[], vocab_size: number, [field: string]: unknown}} ModelInfo
  * @typedef {{models: ModelInfo[], load_s: number}} LoadResult
  * @typedef {{pyodide_s: number, wheels_s: number, imports_s: number}} BootTimings
+ * @typedef {{pyodide_wasm_bytes: number|null, ort_wasm_bytes: number|null, other_wasm_bytes: number,
+ *            gpu_buffer_bytes: number|null, gpu_buffers: number|null}} WorkerMemory
+ *   The worker's WebAssembly memories and GPU buffers (worker/memory_stats.js). `*_wasm_bytes`: the
+ *   size of Pyodide's, onnxruntime-web's and any other module's memory (null before that module is
+ *   instantiated); wasm memories grow and never shrink, so each is the high-water mark of what its
+ *   heap needed. `gpu_buffer_bytes`: the sizes of the GPU buffers the worker created and has neither
+ *   destroyed nor let the garbage collector take (null where the worker has no WebGPU).
+ * @typedef {WorkerMemory & {models: number, python_objects: number}} MemoryStats
+ *   What the worker holds: {@link WorkerMemory}, the models loaded, and how many objects Python's
+ *   garbage collector tracks (`len(gc.get_objects())`: unlike the wasm memory, it falls when they are freed).
  */
 
 /**
@@ -192,4 +203,5 @@ export const ROUTES = Object.freeze(/** @satisfies {Record<MessageType, Mode>} *
   cancel: "control",
   interrupt: "control",
   boot_timings: "control",
+  memory_stats: "control",
 }));

@@ -72,6 +72,7 @@ def templates(chat: str, embed: str) -> dict[str, dict[str, Any]]:
         "cancel": {"request": {"target": "r1"}},
         "interrupt": {},
         "boot_timings": {},
+        "memory_stats": {},
     }
     assert set(out) == set(ROUTES), "every message type has a template"
     return out

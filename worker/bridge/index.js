@@ -3,6 +3,7 @@
 // the GPU), sampling on typed arrays, embeddings. Each method hands the call to the role that does
 // it (one file each); nothing here decides what to generate.
 
+import { installMemoryProbes, workerMemory } from "../memory_stats.js";
 import { configureRuntime } from "../runtime_env.js";
 import { EmbeddingsRole } from "./embeddings.js";
 import { GenerationRole } from "./generation.js";
@@ -13,7 +14,9 @@ import { TokenizersRole } from "./tokenizers.js";
 
 export { BUILTIN_MODELS, SITE_MODELS_LISTED } from "./site_models.js";
 
-configureRuntime();
+const runtimeEnv = configureRuntime();
+// ORT's module comes from these bytes (transformers.js fetches them before the first session)
+installMemoryProbes((bytes) => bytes != null && bytes === runtimeEnv.backends.onnx.wasm.wasmBinary);
 
 /** Everything the Python backend calls. One instance per worker. */
 export class Bridge {
@@ -37,6 +40,9 @@ export class Bridge {
   unloadModel(id) { return this.#loading.unloadModel(id); }
   /** The loaded chat model `id`, else throws. @param {string} id */
   chat(id) { return this.#store.chat(id); }
+
+  /** What this worker holds in memory (memory_stats.js), and how many models are loaded, as JSON. */
+  memoryStats() { return JSON.stringify({ ...workerMemory(), models: this.#store.models.size }); }
 
   // tokenizers (tokenizers.js)
 

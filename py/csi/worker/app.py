@@ -42,11 +42,14 @@ class Envelope(Strict):
 class WorkerApp:
     """Routes page messages to the runtime and posts every reply through ``post``."""
 
-    def __init__(self, runtime: Runtime, post: Post, call_page: PageCall | None = None) -> None:
+    def __init__(self, runtime: Runtime, post: Post, call_page: PageCall | None = None,
+                 memory: Callable[[], dict[str, Any]] | None = None) -> None:
         self.runtime = runtime
         self._post = post
         self._call_page = call_page
         """Runs the page's tools (the worker's JS asks the page); ``None`` in CPython."""
+        self._memory = memory
+        """Measures the worker's memory (``memory_stats``); ``None`` in CPython."""
         self.boot_timings: dict[str, float] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -92,7 +95,7 @@ class WorkerApp:
             request = route.parse(envelope.type, envelope.request, "request" in envelope.model_fields_set)
             scope = Scope(None if request_id is None else str(request_id), self.runtime.engine.interrupt_epoch,
                           self._progress(request_id))
-            call = Call(self.runtime, scope, self.boot_timings, self._call_page)
+            call = Call(self.runtime, scope, self.boot_timings, self._call_page, self._memory)
             if route.mode == "control":
                 self.send({"id": request_id, "type": "result", "result": route.handler(call, request)})
                 return None

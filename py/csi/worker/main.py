@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Awaitable, Callable
+from json import loads
 from typing import TYPE_CHECKING, Any
 
 from ..backends.pyodide import PyodideBackend, PyodideHost, PyodideIndexStore, PyodidePageTools, run_sync
@@ -63,4 +64,5 @@ def create_app(bridge: Any, host: Any, post: Post, page_interrupts: Callable[[],
         interrupts.page_interrupts = lambda: int(page_interrupts())
     runtime = build_runtime(PyodideBackend(bridge), PyodideHost(host), PyodideIndexStore(host.documents),
                             skill_runner=_inline_runner)
-    return WorkerApp(runtime, post, None if page_tools is None else PyodidePageTools(page_tools))
+    return WorkerApp(runtime, post, None if page_tools is None else PyodidePageTools(page_tools),
+                     memory=lambda: loads(bridge.memoryStats()))

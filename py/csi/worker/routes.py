@@ -12,6 +12,7 @@ like ``whole`` otherwise; ``progress`` posts ``progress`` messages before its ``
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,6 +59,8 @@ class Call:
     boot_timings: dict[str, float] | None = None
     call_page: PageCall | None = None
     """Runs a tool the page registered (``None``: no page, as in CPython)."""
+    memory: Callable[[], dict[str, Any]] | None = None
+    """What the worker holds in memory (``None``: not measured, as in CPython)."""
 
     @property
     def progress(self) -> Callable[[dict[str, Any]], None]:
@@ -120,6 +123,13 @@ async def _remove_tool(c: Call, r: ToolName) -> None:
 
 async def _list_tools(c: Call, _: None) -> list[dict[str, Any]]:
     return [spec.to_dict() for spec in c.runtime.tools.list()]
+
+
+def _memory_stats(c: Call) -> dict[str, Any]:
+    """``memory_stats``: the worker's own figures (its JS: WebAssembly memories, GPU buffers, models)
+    and how many objects Python's garbage collector tracks, which, unlike the wasm memory they live
+    in, falls again when they are freed (Pyodide has no pymalloc, so no count of memory blocks)."""
+    return {**(c.memory() if c.memory is not None else {}), "python_objects": len(gc.get_objects())}
 
 
 ROUTES: dict[str, Route] = {
@@ -189,4 +199,5 @@ ROUTES: dict[str, Route] = {
     "cancel": Route(lambda c, r: c.runtime.engine.abort(str(r.target)), "control", CancelRequest),
     "interrupt": Route(lambda c, _: c.runtime.engine.interrupt(), "control"),
     "boot_timings": Route(lambda c, _: c.boot_timings, "control"),
+    "memory_stats": Route(lambda c, _: _memory_stats(c), "control"),
 }
