@@ -131,8 +131,9 @@
  *   instantiated); wasm memories grow and never shrink, so each is the high-water mark of what its
  *   heap needed. `gpu_buffer_bytes`: the sizes of the GPU buffers the worker created and has neither
  *   destroyed nor let the garbage collector take (null where the worker has no WebGPU).
- * @typedef {WorkerMemory & {models: number, python_objects: number}} MemoryStats
- *   What the worker holds: {@link WorkerMemory}, the models loaded, and how many objects Python's
+ * @typedef {WorkerMemory & {models: number, preloads: number, python_objects: number}} MemoryStats
+ *   What the worker holds: {@link WorkerMemory}, the models loaded, the loads it began before Python
+ *   asked for them (while Python boots: 0 once the first load has its answer), and how many objects Python's
  *   garbage collector tracks (`len(gc.get_objects())`: unlike the wasm memory, it falls when they are freed).
  */
 

@@ -54,6 +54,8 @@ export function mountModelLoader(root, events) {
   let engine = null;
   /** @type {Promise<WebWorkerEngine>|null} the first load, making the engine */
   let creating = null;
+  /** the device the engine's worker was made for: a WASM worker's ONNX runtime has no WebGPU */
+  let engineDevice = "wasm";
   /** the latest load: only it may change what the page shows */
   let seq = 0;
   let cancelled = false;
@@ -107,7 +109,13 @@ export function mountModelLoader(root, events) {
     };
     try {
       if (!engine && creating) await creating.catch(() => {}); // one worker, even when a load follows a cancel at once
+      if (engine && device !== "wasm" && engineDevice === "wasm") {
+        // the worker runs ORT's WASM-only build (faster on the CPU): WebGPU takes a worker of its own
+        engine.terminate();
+        engine = null;
+      }
       if (!engine) {
+        engineDevice = device;
         creating = events.createEngine(modelId, { initProgressCallback: onProgress, device, hubMirror: hubMirror() });
         const made = await creating.finally(() => { creating = null; });
         engine = made;

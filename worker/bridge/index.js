@@ -41,8 +41,13 @@ export class Bridge {
   /** The loaded chat model `id`, else throws. @param {string} id */
   chat(id) { return this.#store.chat(id); }
 
-  /** What this worker holds in memory (memory_stats.js), and how many models are loaded, as JSON. */
-  memoryStats() { return JSON.stringify({ ...workerMemory(), models: this.#store.models.size }); }
+  /**
+   * What this worker holds in memory (memory_stats.js), how many models are loaded, and how many
+   * loads it began before Python asked (preloads: none once the page's first load has its answer), as JSON.
+   */
+  memoryStats() {
+    return JSON.stringify({ ...workerMemory(), models: this.#store.models.size, preloads: this.#loading.preloads.size });
+  }
 
   // tokenizers (tokenizers.js)
 
