@@ -32,7 +32,7 @@ TIMED_STREAM = """
 """
 
 DECODE_SCRIPT = """
-async ([model, device, hub, messages, second, tokens, rounds, withTjs]) => {
+async ([model, device, hub, messages, second, tokens, rounds, withTjs, prefillRepeats]) => {
 """ + TIMED_STREAM + """
   const { CreateWebWorkerEngine } = await import('/web/engine.js');
   const t0 = performance.now();
@@ -68,8 +68,8 @@ async ([model, device, hub, messages, second, tokens, rounds, withTjs]) => {
             forward_s: mean(b.forwardTime), sampling_s: mean(b.totalTime),
             engine_tpot_s: usage.extra.time_per_output_token_s, page_tpot_s: page_tpot};
   }
-  const theirs = () => askOf(tjs)({type: 'generate', messages, tokens});
-  const theirsSame = () => askOf(tjsSame)({type: 'generate', messages, tokens});
+  const theirs = (m = messages, n = tokens) => askOf(tjs)({type: 'generate', messages: m, tokens: n});
+  const theirsSame = (m = messages, n = tokens) => askOf(tjsSame)({type: 'generate', messages: m, tokens: n});
 
   const full = {top_p: 0.9, temperature: 0.7, seed: 1, stop: ['<<never>>', '\\n\\n\\n'], logprobs: true,
                 top_logprobs: 5};
@@ -97,11 +97,27 @@ async ([model, device, hub, messages, second, tokens, rounds, withTjs]) => {
     const c = await engine.chat.completions.create({messages: next, temperature: 0, max_tokens: 1});
     turn.no_reuse.push(c.usage.extra.time_to_first_token_s);
   }
+  // prefill: a long prompt's first token with nothing cached (ours timed on the page, from the request;
+  // transformers.js's from its generate call, after its chat template and tokenizer)
+  const prefill = {ours: [], theirs: [], theirs_same_build: [], prompt_tokens: 0};
+  if (prefillRepeats > 0) {
+    const long = [{role: 'user', content: 'Summarize this text. '
+      + 'The json module encodes Python objects as JSON text and decodes them back. '.repeat(prefillRepeats)}];
+    for (let i = 0; i < rounds; i++) {
+      await engine.resetChat();
+      const t = performance.now();
+      const {stamps, usage} = await timedStream(engine, {messages: long, temperature: 0, max_tokens: 1});
+      prefill.ours.push((stamps[0] - t) / 1000);
+      prefill.prompt_tokens = usage.prompt_tokens;
+      if (tjs) prefill.theirs.push((await theirs(long, 1)).ttft_s);
+      if (tjsSame) prefill.theirs_same_build.push((await theirsSame(long, 1)).ttft_s);
+    }
+  }
   await engine.unload();
   engine.terminate?.();
   tjs?.terminate();
   tjsSame?.terminate();
-  return {load_s, tjs_load_s: tjsLoad?.load_s ?? null, runs, turn};
+  return {load_s, tjs_load_s: tjsLoad?.load_s ?? null, runs, turn, prefill};
 }
 """
 
@@ -111,10 +127,11 @@ def _med(rows: list[dict[str, Any]], key: str) -> float:
 
 
 def decode_bench(page: Any, model: str, device: str, hub: str | None, tokens: int, rounds: int,
-                 with_transformers_js: bool = True) -> dict[str, Any]:
-    """One model on one device: the figures of the issue's table, medians of ``rounds``."""
+                 with_transformers_js: bool = True, prefill_repeats: int = 0) -> dict[str, Any]:
+    """One model on one device: the figures of the issue's table, medians of ``rounds``; with
+    ``prefill_repeats``, also the first token of a long prompt (that many sentences, ~15 tokens each)."""
     raw = page.evaluate(DECODE_SCRIPT, [model, device, hub, MESSAGES, SECOND, tokens, rounds,
-                                        with_transformers_js])
+                                        with_transformers_js, prefill_repeats])
     runs, turn = raw["runs"], raw["turn"]
     out: dict[str, Any] = {"model": model, "device": device, "generated_tokens": tokens, "rounds": rounds,
                            "prompt_tokens": runs["greedy"][0]["prompt_tokens"], "load_s": raw["load_s"]}
@@ -144,6 +161,14 @@ def decode_bench(page: Any, model: str, device: str, hub: str | None, tokens: in
                                        "ratio_greedy_same_build": greedy / same,
                                        "ratio_top_p_stop_logprobs_same_build": full / same}
     out["per_token_split"] = {"greedy": split(runs["greedy"]), "top_p_stop_logprobs": split(runs["full"])}
+    pre = raw["prefill"]
+    if pre["ours"]:
+        row: dict[str, Any] = {"prompt_tokens": pre["prompt_tokens"], "csi_web_s": statistics.median(pre["ours"])}
+        for key, name in (("theirs", "transformers_js"), ("theirs_same_build", "transformers_js_on_csi_web_build")):
+            if pre[key]:
+                row[f"{name}_s"] = statistics.median(pre[key])
+                row[f"ratio_vs_{name}"] = row[f"{name}_s"] / row["csi_web_s"]
+        out["prefill_first_token"] = row
     out["second_turn_time_to_first_token_s"] = {
         "with_prefix_reuse": statistics.median(turn["reuse"]),
         "without_prefix_reuse": statistics.median(turn["no_reuse"]),

@@ -140,7 +140,8 @@ def run_webgpu_bench(dist: Path, args: list[str], chromium: str, only: list[str]
                     for model, tokens, rounds in WEBGPU_SHAPES:
                         print(f"[bench] decoding on {model} (WebGPU)", file=sys.stderr, flush=True)
                         pg = page_of()
-                        result["decode_webgpu"].append(decode_bench(pg, model, "webgpu", None, tokens, rounds))
+                        result["decode_webgpu"].append(decode_bench(pg, model, "webgpu", None, tokens, rounds,
+                                                                    prefill_repeats=65 if "smollm2" in model else 0))
                         pg.close()
                 if "memory" in wanted:
                     print("[bench] memory on WebGPU", file=sys.stderr, flush=True)
