@@ -15,7 +15,7 @@ import { useRuntimeFor } from "../runtime_env.js";
 import { Guts } from "../guts.js";
 import { HUB, abortLoads, beginLoad } from "../hub_fetch.js";
 import { EmbeddingModel } from "./embedding_model.js";
-import { expandGGUFBlocks } from "./gguf_expand.js";
+import { beginExpansion, dropEarlyExpansions, expandGGUFBlocks } from "./gguf_expand.js";
 import { BUILTIN_MODELS } from "./site_models.js";
 
 /** @typedef {import("./model_store.js").ModelStore} ModelStore */
@@ -64,6 +64,7 @@ export class LoadingRole {
   preload(id, device) {
     const key = `${id}\n${device}`;
     if (!BUILTIN_MODELS.includes(id) || this.preloads.has(key) || this.store.models.has(id)) return;
+    beginExpansion(id); // on another core from now, if the model has GGUF blocks
     const controller = new AbortController();
     /** @type {Progress[]} */
     const early = [];
@@ -84,6 +85,7 @@ export class LoadingRole {
   async discardPreloads() {
     const left = [...this.preloads.entries()];
     this.preloads.clear();
+    dropEarlyExpansions();
     for (const [key, pre] of left) {
       pre.controller.abort(new DOMException("no load asked for this model", "AbortError"));
       const loaded = await pre.promise.then(() => true, () => false);
