@@ -174,7 +174,7 @@ def _insides_bench(browser: object, url: str) -> dict[str, object]:
     page.set_default_timeout(300_000)
     page.goto(url + "index.html")
     page.wait_for_selector("body[data-ready='true']")
-    page.click("#insides summary")
+    page.click("#tab-insides")
     prompt = "word " * 255  # 256 tokens on tiny-chat
     first = page.evaluate(INSIDES_SCRIPT, [prompt, "25"])
     runs = {keep: [page.evaluate(INSIDES_SCRIPT, [prompt, keep]) for _ in range(3)] for keep in ("25", "0")}
@@ -311,10 +311,13 @@ def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -
             if "memory" in wanted:
                 log("bench: memory over 200 generations, 20 load/unload cycles, 10 model switches")
                 result["memory"] = memory_bench(p, url, CHROMIUM, ARGS)
+    except Exception as exc:  # the sections measured so far are still printed, with the failure
+        result["failed"] = f"{type(exc).__name__}: {exc}"
+        raise
     finally:
         server.shutdown()
         mirror.stop()
-    print(json.dumps(result, indent=2))
+        print(json.dumps(result, indent=2), flush=True)
     return 0
 
 
