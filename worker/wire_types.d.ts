@@ -10,7 +10,7 @@ export type AssistantMessage = {
   name?: string | null;
   tool_calls?: Array<OpenAIMessageToolCall> | null;
   audio?: AudioRef | null;
-  function_call?: null;
+  function_call?: ToolCallFunction | null;
 };
 
 export type AudioRef = {
@@ -39,7 +39,7 @@ export type ChatCompletionRequest = {
   user?: string | null;
   safety_identifier?: string | null;
   prompt_cache_key?: string | null;
-  messages: Array<SystemMessage | DeveloperMessage | UserMessage | AssistantMessage | ToolMessage>;
+  messages: Array<SystemMessage | DeveloperMessage | UserMessage | AssistantMessage | ToolMessage | FunctionMessage>;
   model?: string | null;
   stream?: boolean | null;
   stream_options?: StreamOptions | null;
@@ -68,8 +68,8 @@ export type ChatCompletionRequest = {
   reasoning_effort?: ("none" | "minimal" | "low" | "medium" | "high" | "xhigh") | null;
   verbosity?: ("low" | "medium" | "high") | null;
   web_search_options?: {[key: string]: unknown} | null;
-  functions?: Array<unknown> | null;
-  function_call?: unknown;
+  functions?: Array<FunctionDefinition> | null;
+  function_call?: ("none" | "auto") | NamedFunction | null;
   extra_body?: ExtraBody | null;
   return_token_ids?: boolean | null;
 };
@@ -220,6 +220,15 @@ export type FunctionDefinition = {
   description?: string | null;
   parameters?: {[key: string]: unknown} | null;
   strict?: boolean | null;
+};
+
+/**
+ * Deprecated by OpenAI for `tool` messages: the result of an assistant's `function_call`.
+ */
+export type FunctionMessage = {
+  role: "function";
+  name: string;
+  content: string | null;
 };
 
 export type GenerateRequest = {
@@ -610,12 +619,13 @@ export type ChatCompletionMessage = {
   role: "assistant";
   content: string | null;
   tool_calls?: Array<ToolCallOut> | null;
+  function_call?: FunctionCall | null;
 };
 
 export type Choice = {
   index: number;
   message: ChatCompletionMessage;
-  finish_reason: ("stop" | "length" | "abort") | "tool_calls";
+  finish_reason: ("stop" | "length" | "abort") | ("tool_calls" | "function_call");
   logprobs?: ChoiceLogprobs | null;
   token_ids?: Array<number> | null;
 };
@@ -627,7 +637,7 @@ export type ChoiceLogprobs = {
 export type ChunkChoice = {
   index: number;
   delta: Delta;
-  finish_reason?: ("stop" | "length" | "abort") | "tool_calls" | null;
+  finish_reason?: ("stop" | "length" | "abort") | ("tool_calls" | "function_call") | null;
   logprobs?: ChoiceLogprobs | null;
   token_ids?: Array<number> | null;
 };
@@ -680,6 +690,7 @@ export type Delta = {
   role?: "assistant" | null;
   content?: string | null;
   tool_calls?: Array<ToolCallDelta> | null;
+  function_call?: FunctionCallDelta | null;
 };
 
 export type EmbeddingData = {

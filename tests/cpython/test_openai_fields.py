@@ -202,7 +202,6 @@ FUNCTION = {"name": "f", "parameters": {"type": "object"}}
     ({"reasoning_effort": "high"}, "reasoning_effort"),
     ({"verbosity": "low"}, "verbosity"),
     ({"web_search_options": {}}, "web_search_options"),
-    ({"functions": [FUNCTION]}, "functions"),
     ({"function_call": "auto"}, "function_call"),
     ({"max_tokens": 3, "max_completion_tokens": 4}, "max_completion_tokens"),
     ({"extra_body": {"enable_thinking": True}, "reasoning_effort": "none"}, "extra_body.enable_thinking"),
@@ -219,7 +218,8 @@ FUNCTION = {"name": "f", "parameters": {"type": "object"}}
     ({"messages": [{"role": "user", "content": [{"type": "file", "file": {"file_id": "f"}}]}]},
      "messages[0].content[0]"),
     ({"messages": [*USER, {"role": "assistant", "audio": {"id": "a"}}, *USER]}, "messages[1].audio"),
-    ({"messages": [{"role": "function", "name": "f", "content": "x"}]}, "messages[0]"),
+    ({"messages": [{"role": "function", "name": "f", "content": "x"}]}, "messages[0].name"),
+    ({"messages": [{"role": "function", "content": "x"}]}, "messages[0].function.name"),
     ({"messages": [{"role": "user", "content": [{"type": "text", "text": 1}]}]}, "messages[0].content[0].text"),
     ({"temprature": 0.5}, "temprature"),
 ])

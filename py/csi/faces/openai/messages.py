@@ -96,8 +96,8 @@ class AssistantMessage(Strict):
     name: str | None = None
     tool_calls: list[MessageToolCall] | None = None
     audio: AudioRef | None = None
-    function_call: None = None
-    """Deprecated by OpenAI for ``tool_calls``: only ``null`` is accepted."""
+    function_call: ToolCallFunction | None = None
+    """Deprecated by OpenAI for ``tool_calls``: taken as one tool call (answered by a ``function`` message)."""
 
 
 class ToolMessage(Strict):
@@ -106,10 +106,24 @@ class ToolMessage(Strict):
     tool_call_id: str
 
 
+class FunctionMessage(Strict):
+    """Deprecated by OpenAI for ``tool`` messages: the result of an assistant's ``function_call``."""
+
+    role: Literal["function"]
+    name: str
+    content: str | None
+
+
+def legacy_call_id(name: str) -> str:
+    """The id a deprecated ``function_call`` and its ``function`` result share in the engine."""
+    return f"call_{name}"
+
+
 Message = Annotated[
-    SystemMessage | DeveloperMessage | UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")
+    SystemMessage | DeveloperMessage | UserMessage | AssistantMessage | ToolMessage | FunctionMessage,
+    Field(discriminator="role"),
 ]
-AnyMessage = SystemMessage | DeveloperMessage | UserMessage | AssistantMessage | ToolMessage
+AnyMessage = SystemMessage | DeveloperMessage | UserMessage | AssistantMessage | ToolMessage | FunctionMessage
 
 
 def check_messages(messages: list[AnyMessage]) -> None:
@@ -123,16 +137,26 @@ def check_messages(messages: list[AnyMessage]) -> None:
         if isinstance(m, AssistantMessage) and m.audio is not None:
             raise InvalidInputError("an audio reply cannot be read: csi-web's models read text",
                                     f"messages[{i}].audio")
+        if isinstance(m, FunctionMessage) and not any(
+                isinstance(a, AssistantMessage) and a.function_call is not None and a.function_call.name == m.name
+                for a in messages[:i]):
+            raise InvalidInputError(f"a `function` message answers an assistant's `function_call` of {m.name!r}, "
+                                    "and no earlier message made one", f"messages[{i}].name")
 
 
 def chat_message(m: AnyMessage) -> ChatMessage:
     """The engine's turn for one checked message."""
     if isinstance(m, AssistantMessage):
         calls = tuple(ToolCall(c.id, c.function.name, c.function.arguments) for c in m.tool_calls or [])
+        if m.function_call is not None:
+            f = m.function_call
+            calls += (ToolCall(legacy_call_id(f.name), f.name, f.arguments),)
         text = _text_of(m.content) if m.content is not None else m.refusal
         return ChatMessage("assistant", text, calls)
     if isinstance(m, ToolMessage):
         return ChatMessage("tool", _text_of(m.content), tool_call_id=m.tool_call_id)
+    if isinstance(m, FunctionMessage):
+        return ChatMessage("tool", m.content or "", tool_call_id=legacy_call_id(m.name))
     if isinstance(m, DeveloperMessage):
         return ChatMessage("system", _text_of(m.content))
     return ChatMessage(m.role, _text_of(m.content))

@@ -10,7 +10,15 @@ from pydantic import Field, model_validator
 from ...core.request import GenerationParams, GenerationRequest, SamplingParams
 from ...errors import InvalidInputError
 from ...wire import MAX_BATCH, RepetitionPenalty, Strict
-from ..structured import ChatCompletionTool, ResponseFormat, ToolChoiceOption, engine_tools
+from ..structured import (
+    ChatCompletionTool,
+    FunctionDefinition,
+    NamedFunction,
+    NamedToolChoice,
+    ResponseFormat,
+    ToolChoiceOption,
+    engine_tools,
+)
 from .messages import Message, TextContentPart, chat_message, check_messages
 
 # ---- request ---------------------------------------------------------------------------------
@@ -97,8 +105,10 @@ class ChatCompletionRequest(_OpenAINoOps):
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
     verbosity: Literal["low", "medium", "high"] | None = None
     web_search_options: dict[str, Any] | None = None
-    functions: list[Any] | None = None
-    function_call: Any = None
+    functions: Annotated[list[FunctionDefinition], Field(min_length=1)] | None = None
+    """Deprecated by OpenAI for ``tools``: taken as tools, and the reply carries ``function_call``."""
+    function_call: Literal["none", "auto"] | NamedFunction | None = None
+    """Deprecated by OpenAI for ``tool_choice`` (with ``functions``)."""
     extra_body: ExtraBody | None = None
     return_token_ids: bool | None = None
     """Extension (as vLLM's): also return prompt and completion token ids."""
@@ -114,13 +124,14 @@ class ChatCompletionRequest(_OpenAINoOps):
         if self.top_logprobs is not None and not self.logprobs:
             raise InvalidInputError("`top_logprobs` needs `logprobs: true`", "top_logprobs")
         check_messages(list(self.messages))
-        if self.messages[-1].role not in ("user", "tool"):
+        if self.messages[-1].role not in ("user", "tool", "function"):
             raise InvalidInputError("the last message must be from the user or a tool", "messages")
         if self.modalities and "audio" in self.modalities:
             raise InvalidInputError("csi-web's models reply in text only", "modalities")
-        for name in ("audio", "web_search_options", "functions", "function_call"):
+        for name in ("audio", "web_search_options"):
             if getattr(self, name) is not None:
                 raise InvalidInputError(_CANNOT[name], name)
+        _legacy_functions(self)
         if self.reasoning_effort not in (None, "none"):
             raise InvalidInputError("the model does not reason, so its effort cannot be set (only \"none\")",
                                     "reasoning_effort")
@@ -150,9 +161,22 @@ class ChatCompletionRequest(_OpenAINoOps):
 _CANNOT = {
     "audio": "csi-web's models do not speak: `audio` output cannot be honored",
     "web_search_options": "a model in the browser cannot search the web",
-    "functions": "`functions` is deprecated by OpenAI: give `tools` instead",
-    "function_call": "`function_call` is deprecated by OpenAI: give `tool_choice` instead",
 }
+
+
+def _legacy_functions(req: ChatCompletionRequest) -> None:
+    """OpenAI's deprecated ``functions`` / ``function_call`` as ``tools`` / ``tool_choice`` (one call
+    per reply, as they had)."""
+    if req.function_call is not None and req.functions is None:
+        raise InvalidInputError("`function_call` names how to use `functions`: give `functions` too", "function_call")
+    if req.functions is None:
+        return
+    if req.tools is not None or req.tool_choice is not None:
+        raise InvalidInputError("give `functions` (deprecated) or `tools`, not both", "functions")
+    req.tools = [ChatCompletionTool(type="function", function=f) for f in req.functions]
+    fc = req.function_call
+    req.tool_choice = NamedToolChoice(type="function", function=fc) if isinstance(fc, NamedFunction) else fc
+    req.parallel_tool_calls = False
 
 
 class CompletionRequest(_OpenAINoOps):

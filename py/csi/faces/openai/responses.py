@@ -9,8 +9,9 @@ from pydantic import BaseModel, model_serializer
 
 from ...core.decode import FinishReason
 
-ChatFinishReason = FinishReason | Literal["tool_calls"]
-"""Why a chat choice ended: the engine's reasons, and ``tool_calls``."""
+ChatFinishReason = FinishReason | Literal["tool_calls", "function_call"]
+"""Why a chat choice ended: the engine's reasons, ``tool_calls``, and ``function_call`` (the
+deprecated ``functions``)."""
 
 
 class _WithExtensions(BaseModel):
@@ -86,10 +87,12 @@ class ChatCompletionMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
     content: str | None
     tool_calls: list[ToolCallOut] | None = None
+    function_call: FunctionCall | None = None
+    """Instead of ``tool_calls`` when the request gave the deprecated ``functions``."""
 
     @model_serializer(mode="wrap")
     def _drop_no_calls(self, handler: Any) -> dict[str, Any]:
-        return {k: v for k, v in handler(self).items() if not (k == "tool_calls" and v is None)}
+        return {k: v for k, v in handler(self).items() if not (k in ("tool_calls", "function_call") and v is None)}
 
 
 class Choice(_WithExtensions):
@@ -137,6 +140,8 @@ class Delta(BaseModel):
     role: Literal["assistant"] | None = None
     content: str | None = None
     tool_calls: list[ToolCallDelta] | None = None
+    function_call: FunctionCallDelta | None = None
+    """Instead of ``tool_calls`` when the request gave the deprecated ``functions``."""
 
     @model_serializer(mode="wrap")
     def _drop_unset(self, handler: Any) -> dict[str, Any]:

@@ -109,10 +109,22 @@ def _delta(events: list[ToolEvent]) -> Delta:
     return Delta(role="assistant", content=text or None, tool_calls=calls or None)
 
 
-def _finish(stats: GenerationStats, called: bool) -> ChatFinishReason:
-    """``tool_calls`` for a reply that ended by itself after calling tools."""
+def _finish(stats: GenerationStats, called: bool, legacy: bool = False) -> ChatFinishReason:
+    """``tool_calls`` (``function_call`` for the deprecated ``functions``) for a reply that ended by
+    itself after calling tools."""
     assert stats.finish_reason is not None
-    return "tool_calls" if called and stats.finish_reason == "stop" else stats.finish_reason
+    if called and stats.finish_reason == "stop":
+        return "function_call" if legacy else "tool_calls"
+    return stats.finish_reason
+
+
+def _legacy_delta(delta: Delta) -> Delta:
+    """A delta with its (single) tool call as the deprecated ``function_call``."""
+    if not delta.tool_calls:
+        return delta
+    f = delta.tool_calls[0].function
+    return Delta(role=delta.role, content=delta.content, function_call=FunctionCallDelta(name=f.name,
+                                                                                          arguments=f.arguments))
 
 
 
@@ -134,12 +146,16 @@ async def chat_completion_stream(
         return ChatCompletionChunk(id=chunk_id, created=created, model=gen.model.model_id, choices=choices, usage=use)
 
     parsers = {i: gen.tool_parser() for i in range(gen.n)}
+    legacy = req.functions is not None
     async for event in gen:
         parser = parsers[event.index]
         if event.delta is not None:
             d = event.delta
             delta = Delta(role="assistant", content=d.text) if parser is None else _delta(list(parser.push(d.text)))
-            if delta.content is None and delta.tool_calls is None and not (with_logprobs or with_ids):
+            if legacy:
+                delta = _legacy_delta(delta)
+            if delta.content is None and delta.tool_calls is None and delta.function_call is None \
+                    and not (with_logprobs or with_ids):
                 continue  # held back until it is clear whether a tool call begins
             logprobs = ChoiceLogprobs(content=_chat_logprobs(gen, d)) if with_logprobs else None
             yield chunk([ChunkChoice(index=event.index, delta=delta,
@@ -147,10 +163,12 @@ async def chat_completion_stream(
             continue
         if parser is not None:
             rest = _delta(list(parser.flush()))
-            if rest.content is not None or rest.tool_calls is not None:
+            if legacy:
+                rest = _legacy_delta(rest)
+            if rest.content is not None or rest.tool_calls is not None or rest.function_call is not None:
                 yield chunk([ChunkChoice(index=event.index, delta=rest)])
         finished.add(event)
-        finish = _finish(event.stats, bool(parser and parser.calls))
+        finish = _finish(event.stats, bool(parser and parser.calls), legacy)
         done = chunk([ChunkChoice(index=event.index, delta=Delta(), finish_reason=finish,
                                   token_ids=[] if with_ids else None)])
         if event.index == gen.n - 1 and not include_usage:
@@ -167,24 +185,30 @@ async def chat_completion(engine: Engine, req: ChatCompletionRequest, scope: Sco
     gen = engine.generate(req.to_generation_request(), scope)
     with_ids = bool(req.return_token_ids)
     with_logprobs = gen.params.sampling.logprobs
+    legacy = req.functions is not None
     results = await gen.collect()
     return ChatCompletion(
         id="chatcmpl-" + secrets.token_hex(12), created=int(time.time()), model=gen.model.model_id,
         usage=usage([r.stats for r in results]), prompt_token_ids=gen.prompt_ids if with_ids else None,
         choices=[
-            Choice(index=i, message=message, finish_reason=_finish(r.stats, bool(message.tool_calls)),
+            Choice(index=i, message=message,
+                   finish_reason=_finish(r.stats, bool(message.tool_calls or message.function_call), legacy),
                    logprobs=ChoiceLogprobs(content=[lp for d in r.deltas for lp in _chat_logprobs(gen, d)])
                    if with_logprobs else None,
                    token_ids=r.token_ids if with_ids else None)
             for i, r in enumerate(results)
-            for message in [_message(gen, r.text)]
+            for message in [_message(gen, r.text, legacy)]
         ],
     )
 
 
-def _message(gen: Generation, text: str) -> ChatCompletionMessage:
-    """The whole reply: its text, or (when tools were called) the calls and any text around them."""
+def _message(gen: Generation, text: str, legacy: bool = False) -> ChatCompletionMessage:
+    """The whole reply: its text, or (when tools were called) the calls and any text around them;
+    for the deprecated ``functions``, the call as ``function_call``."""
     content, calls = gen.reply(text)
+    if legacy:
+        first = [FunctionCall(name=name, arguments=args) for _, name, args in calls[:1]]
+        return ChatCompletionMessage(content=content, function_call=first[0] if first else None)
     return ChatCompletionMessage(content=content, tool_calls=[
         ToolCallOut(id=cid, function=FunctionCall(name=name, arguments=args)) for cid, name, args in calls] or None)
 
