@@ -12,9 +12,6 @@
 const memories = [];
 /** @type {WeakSet<WebAssembly.Memory>} */
 const seen = new WeakSet();
-/** @type {(source: unknown) => boolean} whether these bytes (or this module) are onnxruntime-web's */
-let isOrtBinary = () => false;
-
 /** @param {unknown} value @param {Owner} owner @param {number} depth */
 function noteMemories(value, owner, depth = 0) {
   if (value instanceof WebAssembly.Memory) {
@@ -44,9 +41,8 @@ function isPython(/** @type {WebAssembly.Module} */ module) {
 
 /** @param {unknown} source bytes or a compiled module @returns {Owner} */
 function ownerOfSource(source) {
-  if (source instanceof WebAssembly.Module && isPython(source)) return "pyodide";
-  const buffer = ArrayBuffer.isView(source) ? source.buffer : source;
-  return isOrtBinary(source) || isOrtBinary(buffer) ? "onnxruntime" : "other";
+  // ORT streams its module (by URL: ownerOfUrl); Pyodide's may come compiled, known by its exports
+  return source instanceof WebAssembly.Module && isPython(source) ? "pyodide" : "other";
 }
 
 /** @param {any} result an Instance, or {instance, module} @param {Owner} owner */
@@ -128,13 +124,8 @@ function watchGpuBuffers() {
 
 let installed = false;
 
-/**
- * Start watching (once per worker, before any wasm module this should see is instantiated).
- * @param {(source: unknown) => boolean} ortBinary whether the bytes (or the compiled module) handed to
- *   `WebAssembly.instantiate` are onnxruntime-web's: its exports are minified, so only its loader knows
- */
-export function installMemoryProbes(ortBinary) {
-  isOrtBinary = ortBinary;
+/** Start watching (once per worker, before any wasm module this should see is instantiated). */
+export function installMemoryProbes() {
   if (installed) return;
   installed = true;
   watchWebAssembly();

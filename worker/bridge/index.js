@@ -14,9 +14,8 @@ import { TokenizersRole } from "./tokenizers.js";
 
 export { BUILTIN_MODELS, SITE_MODELS_LISTED } from "./site_models.js";
 
-const runtimeEnv = configureRuntime();
-// ORT's module comes from these bytes (transformers.js fetches them before the first session)
-installMemoryProbes((bytes) => bytes != null && bytes === runtimeEnv.backends.onnx.wasm.wasmBinary);
+configureRuntime();
+installMemoryProbes();
 
 /** Everything the Python backend calls. One instance per worker. */
 export class Bridge {

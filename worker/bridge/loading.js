@@ -39,7 +39,8 @@ async function webgpuAvailable() {
 /**
  * A load the worker began before Python asked for it (while Python boots): the first load of the same
  * model on the same device takes it over, with the progress it reported so far.
- * @typedef {{controller: AbortController, promise: Promise<string>, claim: (onProgress: (p: Progress) => void) => void}} Preload
+ * @typedef {{id: string, controller: AbortController, promise: Promise<string>,
+ *            claim: (onProgress: (p: Progress) => void) => void}} Preload
  */
 
 export class LoadingRole {
@@ -74,7 +75,7 @@ export class LoadingRole {
     const promise = this.preloadChain.then(() => this.#loadModel(id, device, onProgress, null, controller.signal));
     this.preloadChain = promise.catch(() => {});
     this.preloads.set(key, {
-      controller, promise, claim: (fn) => {
+      id, controller, promise, claim: (fn) => {
         listener = fn;
         for (const p of early.splice(0)) fn(p);
       },
@@ -83,13 +84,13 @@ export class LoadingRole {
 
   /** End the preloads no load claimed (their models are disposed). */
   async discardPreloads() {
-    const left = [...this.preloads.entries()];
+    const left = [...this.preloads.values()];
     this.preloads.clear();
     dropEarlyExpansions();
-    for (const [key, pre] of left) {
+    for (const pre of left) {
       pre.controller.abort(new DOMException("no load asked for this model", "AbortError"));
       const loaded = await pre.promise.then(() => true, () => false);
-      if (loaded) await this.unloadModel(key.split("\n")[0]);
+      if (loaded) await this.unloadModel(pre.id);
     }
   }
 
