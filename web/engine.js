@@ -58,11 +58,20 @@ import { WorkerClient } from "./client/worker_client.js";
 /**
  * @typedef {{initProgressCallback?: (r: InitProgressReport) => void,
  *            device?: "wasm"|"webgpu"|"auto", skillTimeLimitMs?: number, hubMirror?: string|null,
- *            appConfig?: AppConfig, modelAliases?: Record<string, string>}} EngineConfig
+ *            appConfig?: AppConfig, modelAliases?: Record<string, string>, remotes?: RemoteServer[]}} EngineConfig
  *   `modelAliases`: other names for loaded models, e.g. `{"llama-3.1-8b-instruct": "smollm2-135m-instruct"}`,
  *   so skills written for Pharia Kernel's models run unchanged (every API face accepts them).
  *   `hubMirror`: the base URL models that are not built in come from (default the Hugging Face Hub,
  *   `https://huggingface.co/`), laid out as the Hub: `<hubMirror><org>/<name>/resolve/main/<file>`.
+ *   `remotes`: OpenAI-compatible servers (llama.cpp, vLLM, ...) and the models they serve, e.g.
+ *   `[{baseURL: "http://127.0.0.1:8080/v1", apiKey: "...", models: ["qwen2.5-7b-instruct"]}]`; see `setRemotes`.
+ * @typedef {{id: string, policy?: "remote"|"prefer-local", serverModel?: string}} RemoteModelSpec
+ *   A model of a server: the id requests use; `policy` "remote" (the default: always the server) or
+ *   "prefer-local" (loaded in the browser; the server when that load fails); its name on the server.
+ * @typedef {{baseURL: string, apiKey?: string|null, timeoutMs?: number,
+ *            models: Array<string|RemoteModelSpec>}} RemoteServer
+ *   A server: where its API is (e.g. `http://127.0.0.1:8080/v1`), its key, how long to wait for its
+ *   answer to begin and between two pieces of it (default 120 s), and its models.
  * @typedef {{model_list?: Array<{model_id: string, model?: string, [k: string]: unknown}>,
  *            useIndexedDBCache?: boolean, [k: string]: unknown}} AppConfig
  *   WebLLM's app config: only what csi-web can use of it is used (see `setAppConfig`).
@@ -274,6 +283,7 @@ export class WebWorkerEngine {
     const load = { model_ids: ids, device: this.config.device ?? "wasm", hub: this.config.hubMirror ?? null };
     const { timeoutMs, progress } = deadline(options);
     if (this.config.modelAliases) await this.setModelAliases(this.config.modelAliases);
+    if (this.config.remotes) await this.setRemotes(this.config.remotes);
     const result = await this.client.send("load", { request: load }, { timeoutMs, progress: (p) => {
       const report = reports.next(p, (performance.now() - started) / 1000);
       this.config.initProgressCallback?.(report);
@@ -291,6 +301,32 @@ export class WebWorkerEngine {
   async setModelAliases(aliases, options = {}) {
     const result = await this.client.send("set_model_aliases", { request: { aliases } }, deadline(options));
     this.config = { ...this.config, modelAliases: aliases };
+    return result;
+  }
+
+  /**
+   * Serve models from OpenAI-compatible servers (replaces the servers set before; `[]`: none). A
+   * `remote` model then loads without a download and every API face sends its requests to the
+   * server (aborts cancel the HTTP request); a `prefer-local` one loads here and falls back to the
+   * server when that load fails. Each response says who served it in `usage.extra.served_by`
+   * ("local" or "remote") and `usage.extra.server`; `reload`'s result says it per model (`remote`,
+   * and `fallback`: why the local load failed).
+   * @param {RemoteServer[]} remotes @param {Deadline} [options]
+   */
+  async setRemotes(remotes, options = {}) {
+    /** @param {any} x */
+    const isObject = (x) => typeof x === "object" && x !== null && !Array.isArray(x);
+    // what is not of the documented shape goes as it is, for the worker to refuse by field
+    const request = {
+      remotes: !Array.isArray(remotes) ? remotes : remotes.map((r) => !isObject(r) ? r : {
+        base_url: r.baseURL, api_key: r.apiKey ?? null,
+        ...(r.timeoutMs === undefined ? {} : { timeout_s: r.timeoutMs / 1000 }),
+        models: !Array.isArray(r.models) ? r.models : r.models.map((m) => !isObject(m) ? m
+          : { id: m.id, policy: m.policy ?? "remote", server_model: m.serverModel ?? null }),
+      }),
+    };
+    const result = await this.client.send("set_remotes", { request }, deadline(options));
+    this.config = { ...this.config, remotes };
     return result;
   }
 

@@ -4,6 +4,7 @@
 
 import { DocStore } from "./doc_store.js";
 import { transact, result } from "./idb.js";
+import { httpOpen } from "./http_fetch.js";
 
 const SITE = new URL("../", import.meta.url);
 const SKILLS = "skills";
@@ -14,6 +15,9 @@ export class Host {
     this.documents = new DocStore();
     this.packages = packages;
   }
+
+  /** An HTTP request to a remote model's server (see http_fetch.js). */
+  httpOpen = httpOpen;
 
   /** @param {string} code ISO 639-3 */
   async languageData(code) {

@@ -24,7 +24,7 @@
  *   | "csi_chunk_with_offsets" | "csi_select_language" | "csi_search" | "csi_documents"
  *   | "csi_document_metadata" | "index_delete" | "index_list" | "index_drop" | "index_create" | "index_put"
  *   | "skills_register" | "skills_list" | "skills_metadata" | "skills_run" | "skills_stream" | "skills_remove"
- *   | "set_model_aliases" | "tools_register" | "tools_list" | "tools_remove" | "reset_chat" | "unload" | "cancel"
+ *   | "set_model_aliases" | "set_remotes" | "tools_register" | "tools_list" | "tools_remove" | "reset_chat" | "unload" | "cancel"
  *   | "interrupt" | "boot_timings" | "memory_stats"} MessageType
  *   Every message type. What some of them mean:
  *   - `load`: load these models, unloading the others; those not built in come from the Hugging Face
@@ -40,6 +40,9 @@
  *     `skills_stream`: runs a `@message_stream` skill, one `chunk` per item it writes
  *     (`message_begin` / `message_append` / `message_end`), then a `result` with null.
  *   - `set_model_aliases`: model names requests and skills may use -> the loaded model serving them.
+ *   - `set_remotes`: the OpenAI-compatible servers of remote models (replacing those set before);
+ *     `load` then loads a `remote` model without downloading it, and falls back to the server for
+ *     a `prefer-local` one whose local load fails. Result: the models configured.
  *   - `tools_register`: a tool the page runs (its function stays on the page; the worker asks for
  *     each call with a {@link ToolCallMessage}), replacing one of the same name. Result: its
  *     {@link ToolSpec}. `tools_list`: result `ToolSpec[]`, by name. `tools_remove`: result null.
@@ -196,6 +199,7 @@ export const ROUTES = Object.freeze(/** @satisfies {Record<MessageType, Mode>} *
   skills_stream: "stream",
   skills_remove: "whole",
   set_model_aliases: "whole",
+  set_remotes: "whole",
   tools_register: "whole",
   tools_list: "whole",
   tools_remove: "whole",

@@ -414,6 +414,32 @@ export type RefusalContentPart = {
 };
 
 /**
+ * One model of a server: the id requests use, how it is served, its name on the server.
+ */
+export type RemoteModelSpec = {
+  id: string;
+  policy?: "remote" | "prefer-local";
+  server_model?: string | null;
+};
+
+/**
+ * An OpenAI-compatible server (llama.cpp, vLLM, ...) and the models it serves.
+ */
+export type RemoteServer = {
+  base_url: string;
+  api_key?: string | null;
+  timeout_s?: number;
+  models: Array<string | RemoteModelSpec>;
+};
+
+/**
+ * `set_remotes`: the servers of remote models (replacing those set before; `[]`: none).
+ */
+export type RemotesRequest = {
+  remotes: Array<RemoteServer>;
+};
+
+/**
  * Every shape: `text`; `json_object` (WebLLM: with `schema`, a JSON Schema string);
  * OpenAI's `json_schema`; WebLLM's `grammar` (EBNF); `regex`; `structural_tag`
  * (xgrammar's, as `structural_tag`, or WebLLM's `tags` + `triggers`).
@@ -583,6 +609,7 @@ export interface Requests {
   skills_stream: SkillStreamRequest;
   skills_remove: SkillName;
   set_model_aliases: ModelAliasesRequest;
+  set_remotes: RemotesRequest;
   tools_register: ToolRegisterRequest;
   tools_remove: ToolName;
   cancel: CancelRequest;
@@ -769,6 +796,8 @@ export type UsageExtra = {
   grammar_init_s?: number | null;
   grammar_per_token_s?: number | null;
   latencyBreakdown?: {[key: string]: Array<number>} | null;
+  served_by: "local" | "remote";
+  server?: string | null;
 };
 
 /**

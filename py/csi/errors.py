@@ -83,6 +83,37 @@ class AbortError(CsiError):
     name = "AbortError"
 
 
+class ServerError(CsiError):
+    """The server of a remote model failed (an HTTP 5xx, or a reply that is not OpenAI's shape);
+    the message carries the server's own."""
+
+    name = "ServerError"
+
+
+class ServerUnavailableError(ServerError):
+    """The server of a remote model could not be reached (refused, no network, DNS, CORS)."""
+
+    name = "ServerUnavailableError"
+
+
+class ServerTimeoutError(ServerError):
+    """The server of a remote model did not answer within the endpoint's ``timeout``."""
+
+    name = "ServerTimeoutError"
+
+
+class AuthenticationError(CsiError):
+    """The server of a remote model refused the API key (HTTP 401 or 403)."""
+
+    name = "AuthenticationError"
+
+
+class RateLimitError(CsiError):
+    """The server of a remote model asks to slow down (HTTP 429)."""
+
+    name = "RateLimitError"
+
+
 class SkillError(InternalError):
     """A skill raised (its code, or a CSI call it let through): the skill's fault, not the engine's.
     The seed's skill handler reports it as its ``internal`` error."""

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .backends.local_host import LocalHost
+from .backends.local_http import AsyncioHttp
 from .runtime import Runtime, build_runtime
 from .skills.engine_csi import EngineCsi, loop_run_sync
 
@@ -33,7 +34,7 @@ def local_runtime(site: str | Path, models: Sequence[str],
     thread.start()
 
     run_sync = loop_run_sync(loop)
-    runtime = build_runtime(CPythonBackend(site / "models"), LocalHost(site / "lang"))
+    runtime = build_runtime(CPythonBackend(site / "models"), LocalHost(site / "lang"), http=AsyncioHttp())
     try:
         runtime.engine.aliases.set(dict(aliases or {}))
         if models:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from .core.backend import Backend
 from .core.engine import Engine
 from .core.host import Host
+from .core.remote import HttpClient
 from .index.store import IndexStore
 from .skills.page_tools import ToolRegistry
 from .skills.registry import SkillRegistry, SkillRunner
@@ -64,10 +65,12 @@ def threaded_runner(runtime: Runtime) -> SkillRunner:
 
 
 def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
-                  skill_runner: Callable[[Runtime], SkillRunner] = threaded_runner) -> Runtime:
+                  skill_runner: Callable[[Runtime], SkillRunner] = threaded_runner,
+                  http: HttpClient | None = None) -> Runtime:
     """Wire an engine on ``backend`` to its services: language data and skill storage from ``host``,
-    documents in ``store`` (in memory by default), skills run by ``skill_runner(runtime)``."""
-    engine = Engine(backend)
+    documents in ``store`` (in memory by default), skills run by ``skill_runner(runtime)``, the servers
+    of remote models reached through ``http`` (``None``: no remote models)."""
+    engine = Engine(backend, http)
     text = TextServices(backend, host, lambda: engine.models, engine.alias_of)
     runtime = Runtime(engine, text, store)
     runtime.skills = SkillRegistry(host, skill_runner(runtime), engine)

@@ -28,6 +28,10 @@ class ModelInfo:
     context_length: int
     eos_token_ids: tuple[int, ...] = ()
     vocab_size: int = 0
+    remote: str | None = None
+    """The base URL of the server that serves it (``None``: it runs here)."""
+    fallback: str | None = None
+    """Why the server serves a ``prefer-local`` model: the local load's error."""
 
 
 @dataclass(frozen=True)

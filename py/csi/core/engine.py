@@ -12,12 +12,22 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import cast
 
-from ..errors import ContextWindowExceededError, InvalidInputError, ModelLoadError, ModelNotSupportedError
+from ..errors import (
+    ContextWindowExceededError,
+    CsiError,
+    InvalidInputError,
+    ModelLoadError,
+    ModelNotSupportedError,
+    NotSupportedError,
+    ServerError,
+)
 from .aliases import MODEL_ID, ModelAliases
 from .backend import Backend, Embeddings, ModelInfo, ProgressFn
 from .decode import GenerationStats, decode
 from .generation import ChoiceEvent, Generation, Guts
 from .grammar import GrammarError, compiler_message
+from .remote import HttpClient, RemoteCall, RemoteModel, Remotes
+from .remote_generation import TokenTable, remote_events, request_body
 from .request import GenerationRequest
 from .scope import Scope
 from .token_bytes import TokenBytes
@@ -32,8 +42,12 @@ HUB_URL = re.compile(r"https?://[^\s/?#]+(/[^\s?#]*)?", re.ASCII)  # a Hub mirro
 class Engine:
     """One engine behind every API face; owns the models loaded through one ``Backend``."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, http: HttpClient | None = None) -> None:
+        """``http`` reaches the servers of remote models (``None``: none can be configured)."""
         self._backend = backend
+        self._http = http
+        self.remotes = Remotes()
+        """Models served by OpenAI-compatible servers (``set_remotes``)."""
         self._models: dict[str, ModelInfo] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._token_bytes: dict[str, TokenBytes | None] = {}
@@ -76,22 +90,39 @@ class Engine:
         await self.unload()
         mine = self._load_epoch
         for model_id in dict.fromkeys(model_ids):
+            remote = self.remotes.get(model_id)
             try:
-                info = await self._backend.load_model(model_id, device, progress, hub)
+                if remote is not None and remote.policy == "remote":
+                    info = self._remote_info(remote, None)
+                else:
+                    info = await self._backend.load_model(model_id, device, progress, hub)
+            except CsiError as exc:
+                if remote is not None and self._load_epoch == mine and not isinstance(exc, InvalidInputError):
+                    info = self._remote_info(remote, f"{exc.name}: {exc.message}")
+                else:
+                    if self._load_epoch == mine:
+                        await self.unload()
+                    raise
             except BaseException:
                 if self._load_epoch == mine:  # all or nothing: what this load brought goes too
                     await self.unload()
                 raise
             if self._load_epoch != mine:  # a later load or unload came while this one ran
-                await self._backend.unload_model(model_id)
+                if info.remote is None:
+                    await self._backend.unload_model(model_id)
                 raise ModelLoadError(f"loading {model_id!r} was cancelled by a later load or unload", "model")
             self._add(info)
         return list(self._models.values())
 
+    def _remote_info(self, remote: RemoteModel, fallback: str | None) -> ModelInfo:
+        if self._http is None:
+            raise NotSupportedError("this engine cannot reach servers", "remotes")
+        return ModelInfo(remote.model_id, "chat", 0, remote=remote.endpoint.base_url, fallback=fallback)
+
     def _add(self, info: ModelInfo) -> None:
         self._models[info.model_id] = info
         self._locks[info.model_id] = asyncio.Lock()
-        if info.kind == "chat":
+        if info.kind == "chat" and info.remote is None:
             self._token_bytes[info.model_id] = self._backend.token_bytes(info.model_id)
 
     async def unload(self) -> None:
@@ -100,7 +131,8 @@ class Engine:
         self._backend.cancel_loads()
         for model_id in list(self._models):
             async with self._locks[model_id]:
-                await self._backend.unload_model(model_id)
+                if self._models[model_id].remote is None:
+                    await self._backend.unload_model(model_id)
             del self._models[model_id], self._locks[model_id]
             self._token_bytes.pop(model_id, None)
 
@@ -200,7 +232,7 @@ class Engine:
     async def reset_chat(self) -> None:
         """Forget the cached conversation of every chat model."""
         for model_id, info in self._models.items():
-            if info.kind == "chat":
+            if info.kind == "chat" and info.remote is None:
                 async with self._locks[model_id]:
                     self._backend.reuse_prefix(model_id, [])
 
@@ -223,9 +255,22 @@ class Engine:
         info = self._models.get(self.alias_of(requested))
         if info is None:
             raise self.aliases.not_served(requested, list(self._models))
-        if info.kind != kind:
+        if info.kind != kind and info.remote is None:  # a server says itself what its model can do
             raise ModelNotSupportedError(f"model {requested!r} is a {info.kind} model, not a {kind} model", "model")
         return info
+
+    def remote_call(self, model: ModelInfo, scope: Scope | None) -> tuple[RemoteModel, RemoteCall]:
+        """The server of a remote model and a call to it that ``abort``/``interrupt`` cancel."""
+        remote = self.remotes.get(model.model_id)
+        if remote is None or self._http is None or remote.endpoint.base_url != model.remote:
+            raise ModelNotSupportedError(f"the server of {model.model_id!r} is no longer configured: load the "
+                                         "model again", "model")
+        return remote, RemoteCall(self._http, remote.endpoint, self._cancel_check(scope), self.next_cancel)
+
+    def _cancel_check(self, scope: Scope | None) -> Callable[[], bool]:
+        key = self._key(scope)
+        epoch = scope.epoch if scope and scope.epoch is not None else self._interrupt_epoch
+        return lambda: self._interrupt_epoch != epoch or key in self._aborted
 
     async def embedding_model(self, model_id: str) -> ModelInfo:
         """A loaded embedding model, loading a built-in one beside the others if need be (param ``model``)."""
@@ -240,7 +285,7 @@ class Engine:
                 if model_id not in self._models:
                     self._add(await self._backend.load_model(model_id, "wasm", None))
             info = self._models[model_id]
-        if info.kind != "embedding":
+        if info.kind != "embedding" and info.remote is None:
             raise ModelNotSupportedError(f"model {model_id!r} is a {info.kind} model, not an embedding model", "model")
         return info
 
@@ -265,6 +310,8 @@ class Engine:
                    scope: Scope | None = None) -> Guts:
         """Each prompt token's embeddings and final-norm hidden state, and the ``top_k`` most likely
         next tokens, in turn with the model's other requests (params ``prompt``, ``top_k_logits``)."""
+        if model.remote is not None:
+            raise NotSupportedError(f"{model.model_id!r} runs on a server, which does not show its insides", "model")
         ids = self._backend.encode(model.model_id, prompt, add_special_tokens=True)
         if not ids:
             raise InvalidInputError("the prompt is empty", "prompt")
@@ -286,6 +333,8 @@ class Engine:
         """Sentence embeddings from a loaded embedding model, in turn with the model's other requests:
         of texts, or of token id lists taken as they are (param ``input``: ids outside the
         vocabulary, a list longer than the model's context)."""
+        if model.remote is not None:
+            return await self._remote_embed(model, texts, scope)
         if texts and not isinstance(texts[0], str):
             rows = texts
             for row in rows:
@@ -305,14 +354,33 @@ class Engine:
 
     # ---- the one generation path ---------------------------------------------------------------
 
+    async def _remote_embed(self, model: ModelInfo, texts: list[str] | list[list[int]],
+                            scope: Scope | None) -> Embeddings:
+        remote, call = self.remote_call(model, scope)
+        body = await call.json("embeddings", {"model": remote.server_model, "input": texts,
+                                              "encoding_format": "float"})
+        try:
+            rows = sorted(body["data"], key=lambda d: d["index"])
+            vectors = [[float(x) for x in row["embedding"]] for row in rows]
+            tokens = int((body.get("usage") or {}).get("prompt_tokens") or 0)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ServerError(f"{call.where} answered embeddings in another shape ({exc!r})") from None
+        if len(vectors) != len(texts):
+            raise ServerError(f"{call.where} answered {len(vectors)} embeddings for {len(texts)} inputs")
+        return Embeddings(vectors, tokens, len(vectors[0]) if vectors else 0)
+
     def text_of(self, model: ModelInfo, ids: list[int]) -> str:
         """The text of token ids, special tokens left out (an echoed token prompt, as vLLM echoes it)."""
+        if model.remote is not None:
+            raise NotSupportedError("the tokens of a model on a server cannot be echoed as text here", "echo")
         return self._backend.decode(model.model_id, ids)
 
     def generate(self, request: GenerationRequest, scope: Scope | None = None) -> Generation:
         """Accept ``request``: resolve the model, check the parameters against it, render the prompt
         and check it against the context window. Iterate the result to run it."""
         model = self.resolve_model(request.model, "chat")
+        if model.remote is not None:
+            return self._remote_generation(model, request, scope)
         params = request.params
         for token, _ in params.sampling.logit_bias:
             if not 0 <= token < max(model.vocab_size, 1):
@@ -358,6 +426,23 @@ class Engine:
             params = replace(params, stop=(), ignore_eos=False)
         return Generation(self._run, lambda token: self.token_bytes(model.model_id, token), model, ids, params,
                           request.n, scope, request.tools, tool_format)
+
+    def _remote_generation(self, model: ModelInfo, request: GenerationRequest, scope: Scope | None) -> Generation:
+        remote, call = self.remote_call(model, scope)
+        table = TokenTable()
+        cancelled = self._cancel_check(scope)
+        key = self._key(scope)
+        request_body(request, remote)  # refuses what a server cannot be asked for, now
+
+        async def run(gen: Generation) -> AsyncIterator[ChoiceEvent]:
+            try:
+                async for event in remote_events(call, request, remote, table, cancelled):
+                    yield event
+            finally:
+                if scope is None or scope.request_id is None:
+                    self._aborted.pop(key, None)
+
+        return Generation(run, table.bytes_of, model, [], request.params, request.n, scope)
 
     async def _compile(self, gen: Generation) -> float | None:
         """Compile the request's grammar; the seconds it took (``None``: no grammar)."""

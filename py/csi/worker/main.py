@@ -10,6 +10,7 @@ from json import loads
 from typing import TYPE_CHECKING, Any
 
 from ..backends.pyodide import PyodideBackend, PyodideHost, PyodideIndexStore, PyodidePageTools, run_sync
+from ..backends.pyodide.http import FetchHttp
 from ..runtime import Runtime, build_runtime
 from ..skills import interrupts
 from ..skills.registry import SkillRunner
@@ -63,6 +64,6 @@ def create_app(bridge: Any, host: Any, post: Post, page_interrupts: Callable[[],
     if page_interrupts is not None:
         interrupts.page_interrupts = lambda: int(page_interrupts())
     runtime = build_runtime(PyodideBackend(bridge), PyodideHost(host), PyodideIndexStore(host.documents),
-                            skill_runner=_inline_runner)
+                            skill_runner=_inline_runner, http=FetchHttp(host))
     return WorkerApp(runtime, post, None if page_tools is None else PyodidePageTools(page_tools),
                      memory=lambda: loads(bridge.memoryStats()))

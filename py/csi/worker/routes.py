@@ -30,10 +30,12 @@ from ..faces.pharia import index, inference, text
 from ..index import types as index_types
 from ..skills.page_tools import PageCall, page_invoker
 from ..wire import parse_batch, parse_request
+from . import remotes
 from .requests import (
     CancelRequest,
     LoadRequest,
     ModelAliasesRequest,
+    RemotesRequest,
     SkillEvent,
     SkillName,
     SkillRegisterRequest,
@@ -188,6 +190,7 @@ ROUTES: dict[str, Route] = {
                            SkillStreamRequest, chunk=SkillEvent),
     "skills_remove": Route(lambda c, r: c.runtime.skills.remove(r.name), "whole", SkillName),
     "set_model_aliases": Route(_set_aliases, "whole", ModelAliasesRequest),
+    "set_remotes": Route(lambda c, r: remotes.set_remotes(c.runtime.engine, r), "whole", RemotesRequest),
     # tools the page provides, which skills call
     "tools_register": Route(_register_tool, "whole", ToolRegisterRequest),
     "tools_list": Route(_list_tools, "whole"),

@@ -35,11 +35,15 @@ class UsageExtra(BaseModel):
     grammar_per_token_s: float | None = None
     latencyBreakdown: dict[str, list[float]] | None = None  # noqa: N815 - WebLLM's name
     """Seconds per token by stage (``extra_body.enable_latency_breakdown``)."""
+    served_by: Literal["local", "remote"] = "local"
+    """Who generated the reply: the model in the browser, or its server (``remotes``)."""
+    server: str | None = None
+    """The base URL of the server, when one served the reply."""
 
     @model_serializer(mode="wrap")
     def _drop_absent(self, handler: Any) -> dict[str, Any]:
         return {k: v for k, v in handler(self).items()
-                if not ((k.startswith("grammar") or k == "latencyBreakdown") and v is None)}
+                if not ((k.startswith("grammar") or k in ("latencyBreakdown", "server")) and v is None)}
 
 
 class PromptTokensDetails(BaseModel):

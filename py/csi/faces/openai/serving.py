@@ -19,6 +19,7 @@ from ...core.generation import ChoiceEvent, Generation
 from ...core.scope import Scope
 from ...core.tools import ArgumentsPiece, CallStart, TextPiece, ToolEvent
 from ...errors import InvalidInputError
+from . import remote
 from .protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from .responses import (
     ChatCompletion,
@@ -217,6 +218,12 @@ async def create_chat_completion(
     engine: Engine, req: ChatCompletionRequest, scope: Scope | None = None
 ) -> ChatCompletion | AsyncIterator[ChatCompletionChunk]:
     """``chat.completions.create``: a stream of chunks when the request says ``stream: true``."""
+    model = engine.resolve_model(req.model, "chat")
+    if model.remote is not None:
+        include_usage = bool(req.stream_options and req.stream_options.include_usage)
+        if req.stream:
+            return remote.chat_stream(engine, req, model, scope, include_usage)
+        return await remote.chat(engine, req, model, scope)
     if req.stream:
         return chat_completion_stream(engine, req, scope)
     return await chat_completion(engine, req, scope)
@@ -322,6 +329,12 @@ async def create_completion(
     engine: Engine, req: CompletionRequest, scope: Scope | None = None
 ) -> Completion | AsyncIterator[Completion]:
     """``completions.create``: a stream of chunks when the request says ``stream: true``."""
+    model = engine.resolve_model(req.model, "chat")
+    if model.remote is not None:
+        include_usage = bool(req.stream_options and req.stream_options.include_usage)
+        if req.stream:
+            return remote.completion_stream(engine, req, model, scope, include_usage)
+        return await remote.completion(engine, req, model, scope)
     if req.stream:
         return completion_stream(engine, req, scope)
     return await completion(engine, req, scope)

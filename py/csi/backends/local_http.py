@@ -1,0 +1,92 @@
+"""``HttpClient`` for CPython: HTTP/1.1 over asyncio streams (TLS for https), one connection per
+request, the body read as it arrives (chunked or not), so that closing the response drops the
+connection and the server sees the request cancelled, as the browser's fetch abort does."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from urllib.parse import urlsplit
+
+from ..core.remote import unreachable
+
+MAX_HEADER = 64 << 10
+
+
+class _Response:
+    def __init__(self, status: int, headers: dict[str, str], reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        self.status = status
+        self._reader, self._writer = reader, writer
+        self._chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        length = headers.get("content-length")
+        self._left = int(length) if length and length.isdigit() and not self._chunked else None
+        self._done = False
+
+    async def read(self) -> bytes | None:
+        if self._done:
+            return None
+        try:
+            return await self._read()
+        except (OSError, ValueError, asyncio.IncompleteReadError) as exc:
+            self.close()
+            raise unreachable("the server", f"the connection broke mid-answer ({exc or type(exc).__name__})") from None
+
+    async def _read(self) -> bytes | None:
+        if self._chunked:
+            size_line = await self._reader.readline()
+            size = int(size_line.split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                self.close()
+                return None
+            data = await self._reader.readexactly(size)
+            await self._reader.readexactly(2)
+            return data
+        if self._left is not None:
+            if self._left <= 0:
+                self.close()
+                return None
+            data = await self._reader.read(min(self._left, 1 << 16))
+            self._left -= len(data)
+        else:
+            data = await self._reader.read(1 << 16)
+        if not data:
+            self.close()
+            return None
+        return data
+
+    def close(self) -> None:
+        self._done = True
+        self._writer.close()
+
+
+class AsyncioHttp:
+    """An ``HttpClient`` on asyncio streams."""
+
+    async def open(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> _Response:
+        parts = urlsplit(url)
+        https = parts.scheme == "https"
+        host = parts.hostname or ""
+        port = parts.port or (443 if https else 80)
+        where = f"{parts.scheme}://{parts.netloc}"
+        try:
+            reader, writer = await asyncio.open_connection(host, port, ssl=ssl.create_default_context() if https
+                                                           else None, limit=MAX_HEADER)
+        except (OSError, ssl.SSLError) as exc:
+            raise unreachable(where, str(exc) or type(exc).__name__) from None
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close",
+                 f"Content-Length: {len(body or b'')}", *(f"{k}: {v}" for k, v in headers.items())]
+        try:
+            writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
+            await writer.drain()
+            status_line = await reader.readline()
+            fields: dict[str, str] = {}
+            while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
+                name, _, value = line.decode("latin-1").partition(":")
+                fields[name.strip().lower()] = value.strip()
+            status = int(status_line.split()[1])
+        except (OSError, ValueError, IndexError, asyncio.IncompleteReadError) as exc:
+            writer.close()
+            raise unreachable(where, f"no HTTP answer ({exc or type(exc).__name__})") from None
+        return _Response(status, fields, reader, writer)

@@ -1,0 +1,54 @@
+"""``HttpClient`` in the worker, over worker/http_fetch.js: the browser's fetch, its body read as a
+stream, an ``AbortController`` per request (closing the response aborts the fetch, which drops the
+connection to the server)."""
+
+from __future__ import annotations
+
+from json import dumps
+from typing import Any
+from urllib.parse import urlsplit
+
+from pyodide.ffi import JsException
+
+from ...core.remote import unreachable
+
+
+class _FetchResponse:
+    def __init__(self, response: Any, where: str) -> None:
+        self.status = int(response.status)
+        self._response: Any = response
+        self._where = where
+
+    async def read(self) -> bytes | None:
+        if self._response is None:
+            return None
+        try:
+            piece = await self._response.read()
+        except JsException as exc:
+            raise unreachable(self._where, f"the answer broke off ({exc.message})") from None
+        if piece is None:
+            self._response = None
+            return None
+        data: bytes = piece.to_bytes()
+        return data
+
+    def close(self) -> None:
+        if self._response is not None:
+            self._response.close()
+            self._response = None
+
+
+class FetchHttp:
+    """An ``HttpClient`` on the worker's fetch (``host.httpOpen``)."""
+
+    def __init__(self, host: Any) -> None:
+        self._host = host
+
+    async def open(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> _FetchResponse:
+        parts = urlsplit(url)
+        where = f"the server at {parts.scheme}://{parts.netloc}"
+        try:
+            response = await self._host.httpOpen(method, url, dumps(headers), None if body is None else body.decode())
+        except JsException as exc:  # refused, offline, DNS, CORS: fetch says only "Failed to fetch"
+            raise unreachable(where, exc.message) from None
+        return _FetchResponse(response, where)

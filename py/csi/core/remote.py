@@ -1,0 +1,256 @@
+"""Models on an OpenAI-compatible server (llama.cpp, vLLM, ...): which models live where (``Remotes``),
+the HTTP port the engine reaches them through (``HttpClient``, implemented over fetch in the worker
+and over asyncio in CPython), and ``RemoteCall``: one request to a server, JSON or server-sent events,
+with its failures mapped to csi-web's errors and its cancellation reaching the server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from ..errors import (
+    AuthenticationError,
+    ContextWindowExceededError,
+    CsiError,
+    InvalidInputError,
+    ModelNotSupportedError,
+    RateLimitError,
+    ServerError,
+    ServerTimeoutError,
+    ServerUnavailableError,
+)
+
+Policy = Literal["remote", "prefer-local"]
+"""``remote``: the server always serves the model; ``prefer-local``: the model is loaded in the
+browser, and the server serves it only when that load fails (no WebGPU, no storage, no network)."""
+
+MAX_ERROR_TEXT = 2000
+
+
+class HttpResponse(Protocol):
+    """An HTTP response whose body arrives in pieces."""
+
+    status: int
+
+    async def read(self) -> bytes | None:
+        """The next piece of the body; ``None`` at its end."""
+        ...
+
+    def close(self) -> None:
+        """Stop reading and drop the connection (the server sees the request cancelled)."""
+        ...
+
+
+class HttpClient(Protocol):
+    async def open(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> HttpResponse:
+        """Send a request and return once the status and headers have come; ``ServerUnavailableError``
+        when the server cannot be reached."""
+        ...
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One OpenAI-compatible server: its base URL (ending in ``/v1`` or what stands for it), key, timeout."""
+
+    base_url: str
+    api_key: str | None = None
+    timeout_s: float = 120.0
+
+    def url(self, path: str) -> str:
+        return self.base_url.rstrip("/") + "/" + path
+
+    def headers(self) -> dict[str, str]:
+        out = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if self.api_key:
+            out["Authorization"] = f"Bearer {self.api_key}"
+        return out
+
+
+@dataclass(frozen=True)
+class RemoteModel:
+    """A model id csi-web answers to, the endpoint serving it and its name there."""
+
+    model_id: str
+    endpoint: Endpoint
+    server_model: str
+    policy: Policy = "remote"
+
+
+class Remotes:
+    """The remote models the page configured (``set_remotes``), by csi-web model id."""
+
+    def __init__(self) -> None:
+        self._models: dict[str, RemoteModel] = {}
+
+    def set(self, models: list[RemoteModel]) -> None:
+        """Replace the configuration (models already loaded keep the endpoint they were loaded with)."""
+        self._models = {m.model_id: m for m in models}
+
+    def get(self, model_id: str) -> RemoteModel | None:
+        return self._models.get(model_id)
+
+    def all(self) -> list[RemoteModel]:
+        return list(self._models.values())
+
+
+_CONTEXT = re.compile(r"context (window|length)|maximum context|too many tokens|exceeds? the|n_ctx", re.I)
+
+
+def _server_message(raw: bytes) -> tuple[str, str | None]:
+    """The message (and ``param``, if it names one) of a server's error body, OpenAI's shape or not."""
+    text = raw.decode("utf-8", "replace")
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text.strip()[:MAX_ERROR_TEXT] or "(no message)", None
+    err = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(err, dict):
+        message = err.get("message") or err.get("detail") or json.dumps(err)
+        param = err.get("param") if isinstance(err.get("param"), str) else None
+        if isinstance(message, list):  # FastAPI's validation errors
+            parts = [m for m in message if isinstance(m, dict)]
+            message = "; ".join(str(m.get("msg", m)) for m in parts) or json.dumps(message)
+            locs: list[list[Any]] = [m["loc"] for m in parts if isinstance(m.get("loc"), list)]
+            if param is None and locs and len(locs[0]) > 1:
+                param = ".".join(str(x) for x in locs[0][1:])
+        return str(message)[:MAX_ERROR_TEXT], param
+    return str(err)[:MAX_ERROR_TEXT], None
+
+
+def http_error(status: int, raw: bytes, where: str) -> CsiError:
+    """A server's HTTP error as csi-web's error of that kind, with the server's message."""
+    message, param = _server_message(raw)
+    said = f"{where} answered {status}: {message}"
+    if status in (401, 403):
+        return AuthenticationError(said, "api_key")
+    if status == 429:
+        return RateLimitError(said)
+    if status == 404:
+        return ModelNotSupportedError(said, param or "model")
+    if 400 <= status < 500:
+        if status == 413 or _CONTEXT.search(message):
+            return ContextWindowExceededError(said, param or "messages")
+        return InvalidInputError(said, param)
+    return ServerError(said)
+
+
+class RemoteCall:
+    """One request to a remote model's server. ``cancel`` is a future resolved when the request
+    is cancelled (``Engine.next_cancel``); the connection is then dropped and ``Aborted`` raised."""
+
+    def __init__(self, http: HttpClient, endpoint: Endpoint, cancelled: Callable[[], bool],
+                 next_cancel: Callable[[], asyncio.Future[None]]) -> None:
+        self._http = http
+        self._endpoint = endpoint
+        self._cancelled = cancelled
+        self._next_cancel = next_cancel
+
+    @property
+    def where(self) -> str:
+        return f"the server at {self._endpoint.base_url}"
+
+    async def _timed(self, awaitable: Any, response: HttpResponse | None) -> Any:
+        """``awaitable``'s result, unless the request is cancelled (``Aborted``) or the endpoint's
+        timeout passes first (``ServerTimeoutError``); either way the connection is dropped."""
+        task = asyncio.ensure_future(awaitable)
+        waker = self._next_cancel()
+        try:
+            done, _ = await asyncio.wait((task, waker), timeout=self._endpoint.timeout_s,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waker.cancel()
+        if task in done:
+            return task.result()
+        task.cancel()
+        if response is not None:
+            response.close()
+        if waker in done:
+            raise Aborted
+        raise ServerTimeoutError(f"{self.where} sent nothing for {self._endpoint.timeout_s:g} s")
+
+    async def _open(self, path: str, body: dict[str, Any]) -> HttpResponse:
+        if self._cancelled():
+            raise Aborted
+        data = json.dumps(body).encode()
+        response: HttpResponse = await self._timed(
+            self._http.open("POST", self._endpoint.url(path), self._endpoint.headers(), data), None)
+        if response.status >= 300:
+            raw = await self._rest(response)
+            raise http_error(response.status, raw, self.where)
+        return response
+
+    async def _rest(self, response: HttpResponse, limit: int = 64 << 20) -> bytes:
+        parts: list[bytes] = []
+        size = 0
+        while (piece := await self._timed(response.read(), response)) is not None:
+            parts.append(piece)
+            size += len(piece)
+            if size > limit:
+                response.close()
+                raise ServerError(f"{self.where} sent more than {limit >> 20} MiB")
+        return b"".join(parts)
+
+    async def json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST ``body`` to ``path`` and return the JSON object answered."""
+        response = await self._open(path, body)
+        try:
+            raw = await self._rest(response)
+        finally:
+            response.close()
+        try:
+            out = json.loads(raw)
+        except ValueError:
+            raise ServerError(f"{self.where} answered with what is not JSON: "
+                              f"{raw[:200].decode('utf-8', 'replace')!r}") from None
+        if not isinstance(out, dict):
+            raise ServerError(f"{self.where} answered with JSON that is not an object")
+        return out
+
+    async def events(self, path: str, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """POST ``body`` (``stream: true``) and yield each server-sent event's JSON object until
+        ``[DONE]``; an ``error`` event is raised as the error it names."""
+        response = await self._open(path, body)
+        buffer = b""
+        try:
+            while (piece := await self._timed(response.read(), response)) is not None:
+                buffer += piece
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    line = line.rstrip(b"\r")
+                    if not line.startswith(b"data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == b"[DONE]":
+                        return
+                    try:
+                        event = json.loads(data)
+                    except ValueError:
+                        raise ServerError(f"{self.where} streamed what is not JSON: "
+                                          f"{data[:200].decode('utf-8', 'replace')!r}") from None
+                    if isinstance(event, dict) and "error" in event and "choices" not in event:
+                        raise http_error(int(event.get("code") or 500) if str(event.get("code", "")).isdigit()
+                                         else 500, data, self.where)
+                    if isinstance(event, dict):
+                        yield event
+        finally:
+            response.close()
+
+
+class Aborted(Exception):  # noqa: N818 - a signal, not an error the caller sees
+    """The request was cancelled while it waited for its server."""
+
+
+def check_remote_url(url: str, param: str) -> str:
+    """A base URL of an OpenAI-compatible server (http or https), without its trailing slash."""
+    if not (isinstance(url, str) and len(url) <= 2000 and re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", url)):
+        raise InvalidInputError("a server's `baseURL` must be an http or https URL, such as "
+                                "http://127.0.0.1:8080/v1 (at most 2,000 characters)", param)
+    return url.rstrip("/")
+
+
+def unreachable(where: str, cause: str) -> ServerUnavailableError:
+    return ServerUnavailableError(f"{where} could not be reached: {cause}")

@@ -1,0 +1,334 @@
+"""Chat and text completions of a model on an OpenAI-compatible server: the validated request goes
+to the server as OpenAI's own (tools, ``n``, logprobs and ``response_format`` as the server supports
+them; csi-web's extensions refused, naming the field), always streamed; its chunks come back in
+csi-web's response shapes, and the non-streaming answer is that stream collected, as locally.
+``usage.extra`` says who served it (``served_by``, ``server``)."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+from ...core.backend import ModelInfo
+from ...core.decode import GenerationStats
+from ...core.engine import Engine
+from ...core.remote import Aborted, RemoteCall, RemoteModel
+from ...core.scope import Scope
+from ...errors import InvalidInputError
+from .protocol import ChatCompletionRequest, CompletionRequest
+from .responses import (
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChatCompletionMessage,
+    ChatFinishReason,
+    Choice,
+    ChoiceLogprobs,
+    ChunkChoice,
+    Completion,
+    CompletionChoice,
+    CompletionLogprobs,
+    CompletionUsage,
+    Delta,
+    FunctionCall,
+    FunctionCallDelta,
+    PromptTokensDetails,
+    TokenLogprob,
+    ToolCallDelta,
+    ToolCallOut,
+    TopLogprob,
+    UsageExtra,
+)
+
+_NOT_SENT = {"stream", "stream_options", "functions", "function_call", "extra_body", "model"}
+_FINISH: dict[str, ChatFinishReason] = {"stop": "stop", "length": "length", "tool_calls": "tool_calls",
+                                        "function_call": "tool_calls", "abort": "abort"}
+
+
+def _body(req: ChatCompletionRequest | CompletionRequest, remote: RemoteModel) -> dict[str, Any]:
+    """The request as the server gets it: OpenAI's fields, streamed with usage."""
+    if req.return_token_ids:
+        raise InvalidInputError(f"{remote.endpoint.base_url} does not return token ids", "return_token_ids")
+    extra = req.extra_body
+    if extra is not None and extra.enable_latency_breakdown:
+        raise InvalidInputError("a server does not report its latency by stage", "extra_body.enable_latency_breakdown")
+    rf = req.response_format
+    if rf is not None and rf.type in ("grammar", "regex", "structural_tag"):
+        raise InvalidInputError(f"`{rf.type}` is csi-web's own response format; a server takes `json_schema` "
+                                "or `json_object`", "response_format.type")
+    body = req.model_dump(mode="json", exclude_unset=True, by_alias=True, exclude=_NOT_SENT)
+    if rf is not None and rf.schema_ is not None:  # WebLLM's json_object + schema, as OpenAI writes it
+        schema = rf.schema_
+        if isinstance(schema, str):
+            import json  # noqa: PLC0415
+
+            schema = json.loads(schema)
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "response", "schema": schema}}
+    if extra is not None and extra.enable_thinking is not None:
+        body["chat_template_kwargs"] = {"enable_thinking": extra.enable_thinking}
+    body.update(model=remote.server_model, stream=True, stream_options={"include_usage": True})
+    return body
+
+
+def _usage(raw: Any, stats: GenerationStats, remote: RemoteModel) -> CompletionUsage:
+    raw = raw if isinstance(raw, dict) else {}
+    stats.prompt_tokens = int(raw.get("prompt_tokens") or 0)
+    stats.completion_tokens = int(raw.get("completion_tokens") or stats.completion_tokens)
+    cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    return CompletionUsage(
+        prompt_tokens=stats.prompt_tokens, completion_tokens=stats.completion_tokens,
+        total_tokens=stats.prompt_tokens + stats.completion_tokens,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=int(cached)),
+        extra=UsageExtra(**stats.timings(), served_by="remote", server=remote.endpoint.base_url))
+
+
+def _raw(entry: dict[str, Any]) -> list[int]:
+    raw = entry.get("bytes")
+    if isinstance(raw, list) and all(isinstance(b, int) for b in raw):
+        return raw
+    return list(str(entry.get("token", "")).encode())
+
+
+def _token(entry: dict[str, Any]) -> TokenLogprob:
+    return TokenLogprob(token=str(entry.get("token", "")), logprob=float(entry.get("logprob") or 0.0),
+                        bytes=_raw(entry),
+                        top_logprobs=[TopLogprob(token=str(t.get("token", "")), logprob=float(t.get("logprob") or 0.0),
+                                                 bytes=_raw(t)) for t in entry.get("top_logprobs") or []])
+
+
+def _chat_logprobs(choice: dict[str, Any]) -> ChoiceLogprobs | None:
+    lp = choice.get("logprobs")
+    if not isinstance(lp, dict) or not isinstance(lp.get("content"), list):
+        return None
+    return ChoiceLogprobs(content=[_token(e) for e in lp["content"] if isinstance(e, dict)])
+
+
+def _tool_deltas(delta: dict[str, Any]) -> list[ToolCallDelta] | None:
+    calls = []
+    for c in delta.get("tool_calls") or []:
+        f = c.get("function") or {}
+        calls.append(ToolCallDelta(index=int(c.get("index", 0)), id=c.get("id"),
+                                   type="function" if c.get("id") else None,
+                                   function=FunctionCallDelta(name=f.get("name"), arguments=f.get("arguments"))))
+    if not calls and isinstance(delta.get("function_call"), dict):
+        f = delta["function_call"]
+        calls.append(ToolCallDelta(index=0, id="call_" + str(f.get("name") or ""), type="function",
+                                   function=FunctionCallDelta(name=f.get("name"), arguments=f.get("arguments"))))
+    return calls or None
+
+
+class _Stream:
+    """The server's stream of one request, as events, with its clock (for ``usage.extra``)."""
+
+    def __init__(self, call: RemoteCall, path: str, body: dict[str, Any], n: int) -> None:
+        self.call, self.path, self.body, self.n = call, path, body, n
+        self.stats = GenerationStats(started=time.time())
+        self.usage: Any = None
+        self.aborted = False
+
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
+        try:
+            async for event in self.call.events(self.path, self.body):
+                if event.get("usage") is not None:
+                    self.usage = event["usage"]
+                if event.get("choices"):
+                    if not self.stats.first_token_at:
+                        self.stats.first_token_at = time.time()
+                    self.stats.completion_tokens += 1
+                    yield event
+        except Aborted:
+            self.aborted = True
+        self.stats.finished = time.time()
+        self.stats.first_token_at = self.stats.first_token_at or self.stats.finished
+
+
+def _remote(engine: Engine, model: ModelInfo, scope: Scope | None) -> tuple[RemoteModel, RemoteCall]:
+    return engine.remote_call(model, scope)
+
+
+def chat_stream(engine: Engine, req: ChatCompletionRequest, model: ModelInfo, scope: Scope | None,
+                include_usage: bool) -> AsyncIterator[ChatCompletionChunk]:
+    """The server's chunks, re-made; each choice ends with a ``finish_reason`` (``abort`` when cancelled).
+    What the server cannot be asked for is refused here, before anything streams."""
+    remote, call = _remote(engine, model, scope)
+    stream = _Stream(call, "chat/completions", _body(req, remote), req.n or 1)
+    return _chat_chunks(req, model, remote, stream, include_usage)
+
+
+async def _chat_chunks(req: ChatCompletionRequest, model: ModelInfo, remote: RemoteModel, stream: _Stream,
+                       include_usage: bool) -> AsyncIterator[ChatCompletionChunk]:
+    legacy = req.functions is not None
+    chunk_id, created = "chatcmpl-" + secrets.token_hex(12), int(time.time())
+    open_choices = set(range(stream.n))
+
+    def chunk(choices: list[ChunkChoice], use: CompletionUsage | None = None) -> ChatCompletionChunk:
+        return ChatCompletionChunk(id=chunk_id, created=created, model=model.model_id, choices=choices, usage=use)
+
+    pending: ChatCompletionChunk | None = None  # the last finish waits for the usage
+    async for event in stream.events():
+        for c in event["choices"]:
+            index = int(c.get("index", 0))
+            if index not in open_choices:
+                continue
+            d = c.get("delta") or {}
+            calls = _tool_deltas(d)
+            delta = Delta(role="assistant", content=d.get("content"),
+                          tool_calls=None if legacy else calls,
+                          function_call=calls[0].function if legacy and calls else None)
+            reason = c.get("finish_reason")
+            finish = _finish(reason, legacy) if reason else None
+            if delta.content or delta.tool_calls or delta.function_call or c.get("logprobs"):
+                yield chunk([ChunkChoice(index=index, delta=delta, logprobs=_chat_logprobs(c))])
+            if finish is not None:
+                open_choices.discard(index)
+                if pending is not None:
+                    yield pending
+                pending = chunk([ChunkChoice(index=index, delta=Delta(), finish_reason=finish)])
+    for index in sorted(open_choices):
+        if pending is not None:
+            yield pending
+        pending = chunk([ChunkChoice(index=index, delta=Delta(), finish_reason="abort" if stream.aborted else "stop")])
+    use = _usage(stream.usage, stream.stats, remote)
+    if pending is not None:
+        if not include_usage:
+            pending.usage = use
+        yield pending
+    if include_usage:
+        yield chunk([], use)
+
+
+def _finish(reason: str, legacy: bool) -> ChatFinishReason:
+    out = _FINISH.get(reason, "stop")
+    return "function_call" if legacy and out == "tool_calls" else out
+
+
+async def chat(engine: Engine, req: ChatCompletionRequest, model: ModelInfo,
+               scope: Scope | None) -> ChatCompletion:
+    """The stream collected: per choice its text, calls, log-probabilities and finish."""
+    n = req.n or 1
+    texts: list[list[str]] = [[] for _ in range(n)]
+    calls: list[dict[int, list[str]]] = [{} for _ in range(n)]  # index -> [id, name, arguments]
+    logprobs: list[list[TokenLogprob]] = [[] for _ in range(n)]
+    finish: list[ChatFinishReason] = ["stop"] * n
+    use = None
+    async for ch in chat_stream(engine, req, model, scope, include_usage=True):
+        use = ch.usage or use
+        for c in ch.choices:
+            i = c.index
+            texts[i].append(c.delta.content or "")
+            for t in c.delta.tool_calls or ([ToolCallDelta(index=0, function=c.delta.function_call)]
+                                            if c.delta.function_call else []):
+                slot = calls[i].setdefault(t.index, ["", "", ""])
+                slot[0] = t.id or slot[0]
+                slot[1] += t.function.name or ""
+                slot[2] += t.function.arguments or ""
+            if c.logprobs and c.logprobs.content:
+                logprobs[i].extend(c.logprobs.content)
+            if c.finish_reason:
+                finish[i] = c.finish_reason
+    legacy = req.functions is not None
+    choices = []
+    for i in range(n):
+        made = [calls[i][k] for k in sorted(calls[i])]
+        message = ChatCompletionMessage(
+            content="".join(texts[i]) or (None if made else ""),
+            tool_calls=None if legacy or not made else [
+                ToolCallOut(id=cid or f"call_{secrets.token_hex(6)}", function=FunctionCall(name=name, arguments=args))
+                for cid, name, args in made],
+            function_call=FunctionCall(name=made[0][1], arguments=made[0][2]) if legacy and made else None)
+        choices.append(Choice(index=i, message=message, finish_reason=finish[i],
+                              logprobs=ChoiceLogprobs(content=logprobs[i]) if req.logprobs else None))
+    return ChatCompletion(id="chatcmpl-" + secrets.token_hex(12), created=int(time.time()), model=model.model_id,
+                          choices=choices, usage=use)
+
+
+def _legacy_logprobs(c: dict[str, Any]) -> CompletionLogprobs | None:
+    lp = c.get("logprobs")
+    if not isinstance(lp, dict) or not isinstance(lp.get("tokens"), list):
+        return None
+    return CompletionLogprobs(tokens=[str(t) for t in lp["tokens"]],
+                              token_logprobs=[float(x or 0.0) for x in lp.get("token_logprobs") or []],
+                              top_logprobs=[dict(t or {}) for t in lp.get("top_logprobs") or []],
+                              text_offset=[int(x) for x in lp.get("text_offset") or []])
+
+
+def completion_stream(engine: Engine, req: CompletionRequest, model: ModelInfo, scope: Scope | None,
+                      include_usage: bool) -> AsyncIterator[Completion]:
+    """Text completion chunks from the server, re-made (what it cannot be asked for refused first)."""
+    if req.chat_logprobs:
+        raise InvalidInputError("a server gives text completions' log-probabilities for `logprobs: <count>`",
+                                "logprobs")
+    remote, call = _remote(engine, model, scope)
+    n = (req.n or 1) * (len(req.prompt) if isinstance(req.prompt, list) and req.prompt
+                        and not isinstance(req.prompt[0], int) else 1)
+    stream = _Stream(call, "completions", _body(req, remote), n)
+    return _completion_chunks(model, remote, stream, include_usage)
+
+
+async def _completion_chunks(model: ModelInfo, remote: RemoteModel, stream: _Stream,
+                             include_usage: bool) -> AsyncIterator[Completion]:
+    n = stream.n
+    cid, created = "cmpl-" + secrets.token_hex(12), int(time.time())
+    open_choices = set(range(n))
+
+    def chunk(choices: list[CompletionChoice], use: CompletionUsage | None = None) -> Completion:
+        return Completion(id=cid, created=created, model=model.model_id, choices=choices, usage=use)
+
+    pending: Completion | None = None
+    async for event in stream.events():
+        for c in event["choices"]:
+            index = int(c.get("index", 0))
+            if index not in open_choices:
+                continue
+            reason = c.get("finish_reason")
+            text = c.get("text") or ""
+            if text or c.get("logprobs"):
+                yield chunk([CompletionChoice(index=index, text=text, logprobs=_legacy_logprobs(c))])
+            if reason:
+                open_choices.discard(index)
+                if pending is not None:
+                    yield pending
+                pending = chunk([CompletionChoice(index=index, text="", finish_reason=_text_finish(reason))])
+    for index in sorted(open_choices):
+        if pending is not None:
+            yield pending
+        pending = chunk([CompletionChoice(index=index, text="", finish_reason="abort" if stream.aborted else "stop")])
+    use = _usage(stream.usage, stream.stats, remote)
+    if pending is not None:
+        if not include_usage:
+            pending.usage = use
+        yield pending
+    if include_usage:
+        yield chunk([], use)
+
+
+def _text_finish(reason: str) -> Literal["stop", "length", "abort"]:
+    return "length" if reason == "length" else "abort" if reason == "abort" else "stop"
+
+
+async def completion(engine: Engine, req: CompletionRequest, model: ModelInfo, scope: Scope | None) -> Completion:
+    """The stream collected."""
+    texts: dict[int, list[str]] = {}
+    finish: dict[int, Any] = {}
+    lps: dict[int, list[CompletionLogprobs]] = {}
+    use = None
+    async for ch in completion_stream(engine, req, model, scope, include_usage=True):
+        use = ch.usage or use
+        for c in ch.choices:
+            texts.setdefault(c.index, []).append(c.text)
+            if isinstance(c.logprobs, CompletionLogprobs):
+                lps.setdefault(c.index, []).append(c.logprobs)
+            if c.finish_reason:
+                finish[c.index] = c.finish_reason
+    choices = []
+    for i in sorted(texts):
+        parts = lps.get(i)
+        merged = CompletionLogprobs(tokens=[t for p in parts for t in p.tokens],
+                                    token_logprobs=[t for p in parts for t in p.token_logprobs],
+                                    top_logprobs=[t for p in parts for t in p.top_logprobs],
+                                    text_offset=[t for p in parts for t in p.text_offset]) if parts else None
+        choices.append(CompletionChoice(index=i, text="".join(texts[i]), finish_reason=finish.get(i, "stop"),
+                                        logprobs=merged))
+    return Completion(id="cmpl-" + secrets.token_hex(12), created=int(time.time()), model=model.model_id,
+                      choices=choices, usage=use)
