@@ -325,7 +325,7 @@ export class WebWorkerEngine {
           : { id: m.id, policy: m.policy ?? "remote", server_model: m.serverModel ?? null }),
       }),
     };
-    const result = await this.client.send("set_remotes", { request }, deadline(options));
+    const result = await this.client.send("set_remotes", { request: /** @type {any} */ (request) }, deadline(options));
     this.config = { ...this.config, remotes };
     return result;
   }
