@@ -317,11 +317,13 @@ export class WebWorkerEngine {
     /** @param {any} x */
     const isObject = (x) => typeof x === "object" && x !== null && !Array.isArray(x);
     // what is not of the documented shape goes as it is, for the worker to refuse by field
+    /** @type {any[]} */
+    const given = remotes;
     const request = {
-      remotes: !Array.isArray(remotes) ? remotes : remotes.map((r) => !isObject(r) ? r : {
+      remotes: !Array.isArray(given) ? given : given.map((r) => !isObject(r) ? r : {
         base_url: r.baseURL, api_key: r.apiKey ?? null,
         ...(r.timeoutMs === undefined ? {} : { timeout_s: r.timeoutMs / 1000 }),
-        models: !Array.isArray(r.models) ? r.models : r.models.map((m) => !isObject(m) ? m
+        models: !Array.isArray(r.models) ? r.models : r.models.map((/** @type {any} */ m) => !isObject(m) ? m
           : { id: m.id, policy: m.policy ?? "remote", server_model: m.serverModel ?? null }),
       }),
     };
