@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import cast
+from typing import Any, cast
 
 from ..errors import (
     ContextWindowExceededError,
@@ -37,6 +37,17 @@ MAX_MODELS = 8
 MAX_ABORTED = 1024
 
 HUB_URL = re.compile(r"https?://[^\s/?#]+(/[^\s?#]*)?", re.ASCII)  # a Hub mirror's base URL (length apart)
+
+
+def _pooled(values: list[Any]) -> list[float]:
+    """A server's embedding as a vector: one per token (llama.cpp's for a model without pooling)
+    mean-pooled and L2-normalized, as csi-web's own are; a sentence vector as it came."""
+    if values and isinstance(values[0], list):
+        rows = [[float(x) for x in row] for row in values]
+        mean = [sum(col) / len(rows) for col in zip(*rows, strict=True)]
+        norm = sum(x * x for x in mean) ** 0.5 or 1.0
+        return [x / norm for x in mean]
+    return [float(x) for x in values]
 
 
 class Engine:
@@ -361,7 +372,7 @@ class Engine:
                                               "encoding_format": "float"})
         try:
             rows = sorted(body["data"], key=lambda d: d["index"])
-            vectors = [[float(x) for x in row["embedding"]] for row in rows]
+            vectors = [_pooled(row["embedding"]) for row in rows]
             tokens = int((body.get("usage") or {}).get("prompt_tokens") or 0)
         except (KeyError, TypeError, ValueError) as exc:
             raise ServerError(f"{call.where} answered embeddings in another shape ({exc!r})") from None

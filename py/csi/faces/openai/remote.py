@@ -118,6 +118,11 @@ def _tool_deltas(delta: dict[str, Any]) -> list[ToolCallDelta] | None:
     return calls or None
 
 
+def _carries_text(choice: dict[str, Any]) -> bool:
+    delta = choice.get("delta") or {}
+    return bool(choice.get("text") or delta.get("content") or delta.get("tool_calls") or delta.get("function_call"))
+
+
 class _Stream:
     """The server's stream of one request, as events, with its clock (for ``usage.extra``)."""
 
@@ -133,9 +138,9 @@ class _Stream:
                 if event.get("usage") is not None:
                     self.usage = event["usage"]
                 if event.get("choices"):
-                    if not self.stats.first_token_at:
-                        self.stats.first_token_at = time.time()
-                    self.stats.completion_tokens += 1
+                    if any(_carries_text(c) for c in event["choices"]):
+                        self.stats.first_token_at = self.stats.first_token_at or time.time()
+                        self.stats.completion_tokens += 1  # llama.cpp streams a token per event
                     yield event
         except Aborted:
             self.aborted = True
