@@ -171,6 +171,7 @@ async def _chat_chunks(req: ChatCompletionRequest, model: ModelInfo, remote: Rem
         return ChatCompletionChunk(id=chunk_id, created=created, model=model.model_id, choices=choices, usage=use)
 
     pending: ChatCompletionChunk | None = None  # the last finish waits for the usage
+    named: set[tuple[int, int]] = set()  # (choice, call) whose id and name went out
     async for event in stream.events():
         for c in event["choices"]:
             index = int(c.get("index", 0))
@@ -178,6 +179,11 @@ async def _chat_chunks(req: ChatCompletionRequest, model: ModelInfo, remote: Rem
                 continue
             d = c.get("delta") or {}
             calls = _tool_deltas(d)
+            for call in calls or []:  # llama.cpp repeats the id and name in every piece: once, as OpenAI
+                if (index, call.index) in named:
+                    call.id = call.type = call.function.name = None
+                elif call.function.name:
+                    named.add((index, call.index))
             delta = Delta(role="assistant", content=d.get("content"),
                           tool_calls=None if legacy else calls,
                           function_call=calls[0].function if legacy and calls else None)
