@@ -128,6 +128,14 @@ def test_csi_spin_and_remote_llm_faces_are_served_by_the_server(engine, llama_se
     infer = run_async(spin.infer(engine, {"model": "smollm2-remote", "prompt": prompt, "params": {
         "max_tokens": 10, "temperature": 0.0, "repeat_penalty": 1.0}}))
     assert infer["text"] == expected and infer["usage"]["generated_token_count"] == 10
+    only_remote = Engine(CPythonBackend(MODELS), AsyncioHttp())  # RemoteLLM serves the one chat model loaded
+    configure(only_remote, [{"base_url": llama_server.url + "/v1", "models": [
+        {"id": "smollm2-remote", "server_model": llama_server.model}]}])
+    run_async(only_remote.load(["smollm2-remote"]))
+    generated = run_async(remote_llm.generate(only_remote, {"prompts": [prompt], "stop": ["\n"]}))
+    greedy = direct(llama_server, "completions", {"prompt": prompt, "temperature": 0, "stop": ["\n"],
+                                                  "max_tokens": 200})
+    assert generated["generations"][0]["generations"][0]["text"] == greedy["choices"][0]["text"]
 
 
 def test_aborting_a_stream_cancels_the_servers_request(engine, llama_server):

@@ -156,6 +156,11 @@ class RemoteCall:
     async def _timed(self, awaitable: Any, response: HttpResponse | None) -> Any:
         """``awaitable``'s result, unless the request is cancelled (``Aborted``) or the endpoint's
         timeout passes first (``ServerTimeoutError``); either way the connection is dropped."""
+        if self._cancelled():
+            if response is not None:
+                response.close()
+            awaitable.close()
+            raise Aborted
         task = asyncio.ensure_future(awaitable)
         waker = self._next_cancel()
         try:
@@ -215,6 +220,7 @@ class RemoteCall:
         ``[DONE]``; an ``error`` event is raised as the error it names."""
         response = await self._open(path, body)
         buffer = b""
+        sent = 0
         try:
             while (piece := await self._timed(response.read(), response)) is not None:
                 buffer += piece
@@ -235,9 +241,16 @@ class RemoteCall:
                         raise http_error(int(event.get("code") or 500) if str(event.get("code", "")).isdigit()
                                          else 500, data, self.where)
                     if isinstance(event, dict):
+                        sent += 1
                         yield event
         finally:
             response.close()
+        if sent:
+            raise ServerError(f"{self.where} broke its stream off before its end")
+        # llama-cpp-python answers a refused stream with 200 and nothing: ask again, unstreamed, for
+        # its reason (it refuses at once, before generating)
+        await self.json(path, {k: v for k, v in body.items() if k not in ("stream", "stream_options")})
+        raise ServerError(f"{self.where} sent an empty stream")
 
 
 class Aborted(Exception):  # noqa: N818 - a signal, not an error the caller sees

@@ -93,6 +93,7 @@ def request_body(request: GenerationRequest, remote: RemoteModel) -> tuple[str, 
             body["chat_template_kwargs"] = dict(request.template_vars)
         return "chat/completions", body
     body["prompt"] = request.prompt if request.prompt is not None else list(request.prompt_ids or ())
+    body.setdefault("max_tokens", None)  # the rest of the window, as here (a server's default is 16)
     if s.logprobs:
         body["logprobs"] = max(s.top_logprobs, 1)
     return "completions", body

@@ -134,13 +134,19 @@ async def chat_completion_stream(
     engine: Engine, req: ChatCompletionRequest, scope: Scope | None = None
 ) -> AsyncIterator[ChatCompletionChunk]:
     """Stream a chat completion: chunks of text per choice (``index``), a chunk with each
-    choice's ``finish_reason``, and with ``stream_options.include_usage`` a last chunk with usage."""
+    choice's ``finish_reason``, and with ``stream_options.include_usage`` a last chunk with usage.
+    A model on a server answers through ``remote``."""
+    include_usage = bool(req.stream_options and req.stream_options.include_usage)
+    model = engine.resolve_model(req.model, "chat")
+    if model.remote is not None:
+        async for piece in remote.chat_stream(engine, req, model, scope, include_usage):
+            yield piece
+        return
     gen = engine.generate(req.to_generation_request(), scope)
     chunk_id = "chatcmpl-" + secrets.token_hex(12)
     created = int(time.time())
     with_ids = bool(req.return_token_ids)
     with_logprobs = gen.params.sampling.logprobs
-    include_usage = bool(req.stream_options and req.stream_options.include_usage)
     finished = _Finished()
 
     def chunk(choices: list[ChunkChoice], use: CompletionUsage | None = None) -> ChatCompletionChunk:
@@ -183,6 +189,9 @@ async def chat_completion_stream(
 
 async def chat_completion(engine: Engine, req: ChatCompletionRequest, scope: Scope | None = None) -> ChatCompletion:
     """The non-streaming form: the engine's stream, collected once."""
+    model = engine.resolve_model(req.model, "chat")
+    if model.remote is not None:
+        return await remote.chat(engine, req, model, scope)
     gen = engine.generate(req.to_generation_request(), scope)
     with_ids = bool(req.return_token_ids)
     with_logprobs = gen.params.sampling.logprobs
@@ -218,12 +227,6 @@ async def create_chat_completion(
     engine: Engine, req: ChatCompletionRequest, scope: Scope | None = None
 ) -> ChatCompletion | AsyncIterator[ChatCompletionChunk]:
     """``chat.completions.create``: a stream of chunks when the request says ``stream: true``."""
-    model = engine.resolve_model(req.model, "chat")
-    if model.remote is not None:
-        include_usage = bool(req.stream_options and req.stream_options.include_usage)
-        if req.stream:
-            return remote.chat_stream(engine, req, model, scope, include_usage)
-        return await remote.chat(engine, req, model, scope)
     if req.stream:
         return chat_completion_stream(engine, req, scope)
     return await chat_completion(engine, req, scope)
@@ -272,11 +275,16 @@ async def completion_stream(
     engine: Engine, req: CompletionRequest, scope: Scope | None = None
 ) -> AsyncIterator[Completion]:
     """Stream a text completion of a raw prompt (no chat template), OpenAI's legacy shape."""
+    include_usage = bool(req.stream_options and req.stream_options.include_usage)
+    model = engine.resolve_model(req.model, "chat")
+    if model.remote is not None:
+        async for piece in remote.completion_stream(engine, req, model, scope, include_usage):
+            yield piece
+        return
     gen = engine.generate(req.to_generation_request(), scope)
     n = gen.n
     cid = "cmpl-" + secrets.token_hex(12)
     created = int(time.time())
-    include_usage = bool(req.stream_options and req.stream_options.include_usage)
     echo = _echo(engine, req, gen)
     offsets = {i: len(echo) for i in range(n)}
     echoed: set[int] = set()
@@ -311,6 +319,9 @@ async def completion_stream(
 
 async def completion(engine: Engine, req: CompletionRequest, scope: Scope | None = None) -> Completion:
     """The non-streaming form: the engine's stream, collected once."""
+    model = engine.resolve_model(req.model, "chat")
+    if model.remote is not None:
+        return await remote.completion(engine, req, model, scope)
     gen = engine.generate(req.to_generation_request(), scope)
     results = await gen.collect()
     echo = _echo(engine, req, gen)
@@ -329,12 +340,6 @@ async def create_completion(
     engine: Engine, req: CompletionRequest, scope: Scope | None = None
 ) -> Completion | AsyncIterator[Completion]:
     """``completions.create``: a stream of chunks when the request says ``stream: true``."""
-    model = engine.resolve_model(req.model, "chat")
-    if model.remote is not None:
-        include_usage = bool(req.stream_options and req.stream_options.include_usage)
-        if req.stream:
-            return remote.completion_stream(engine, req, model, scope, include_usage)
-        return await remote.completion(engine, req, model, scope)
     if req.stream:
         return completion_stream(engine, req, scope)
     return await completion(engine, req, scope)
