@@ -3,7 +3,8 @@
 // connection, so the server sees the request cancelled.
 
 /**
- * @typedef {{status: number, read: () => Promise<Uint8Array|null>, close: () => void}} HttpResponse
+ * @typedef {{status: number, read: () => Promise<Uint8Array|undefined>, close: () => void}} HttpResponse
+ *   `read` resolves to `undefined` at the end (Python sees `None`; a JS `null` would reach it as `jsnull`).
  */
 
 /**
@@ -20,9 +21,9 @@ export async function httpOpen(method, url, headersJson, body) {
   return {
     status: response.status,
     async read() {
-      if (!reader) return null;
+      if (!reader) return undefined;
       const { done, value } = await reader.read();
-      return done ? null : value;
+      return done ? undefined : value;
     },
     close() {
       controller.abort();
