@@ -254,3 +254,24 @@ def test_set_remotes_refuses_by_field():
             configure(eng, remotes)
         assert err.value.param == param
     assert asyncio.iscoroutinefunction(set_remotes)
+
+
+def test_a_pharia_skill_chats_and_streams_with_a_model_on_the_server(llama_server):
+    from pharia_skill import ChatParams, Message  # noqa: PLC0415
+
+    from csi.core.remote import Endpoint, RemoteModel  # noqa: PLC0415
+    from csi.local import local_csi  # noqa: PLC0415
+    from tests.support.paths import DIST  # noqa: PLC0415
+
+    remote = RemoteModel("llama-3.1-8b-instruct", Endpoint(llama_server.url + "/v1"), llama_server.model)
+    with local_csi(DIST, ["llama-3.1-8b-instruct"], remotes=[remote]) as csi:
+        params = ChatParams(max_tokens=12, temperature=0.0, logprobs="sampled")
+        messages = [Message.user("What is the capital of France?")]
+        whole = csi.chat("llama-3.1-8b-instruct", messages, params)
+        with csi.chat_stream("llama-3.1-8b-instruct", messages, params) as response:
+            appends = list(response.stream())
+            finish = response.finish_reason()
+    reference = direct(llama_server, "chat/completions", {"messages": ASK, "max_tokens": 12, "temperature": 0})
+    assert whole.message.content == reference["choices"][0]["message"]["content"]
+    assert "".join(a.content for a in appends) == whole.message.content
+    assert finish == whole.finish_reason and len(whole.logprobs) == 12
