@@ -151,18 +151,19 @@ def chat_message(m: AnyMessage) -> ChatMessage:
         if m.function_call is not None:
             f = m.function_call
             calls += (ToolCall(legacy_call_id(f.name), f.name, f.arguments),)
-        text = _text_of(m.content) if m.content is not None else m.refusal
+        text = text_of(m.content) if m.content is not None else m.refusal
         return ChatMessage("assistant", text, calls)
     if isinstance(m, ToolMessage):
-        return ChatMessage("tool", _text_of(m.content), tool_call_id=m.tool_call_id)
+        return ChatMessage("tool", text_of(m.content), tool_call_id=m.tool_call_id)
     if isinstance(m, FunctionMessage):
         return ChatMessage("tool", m.content or "", tool_call_id=legacy_call_id(m.name))
     if isinstance(m, DeveloperMessage):
-        return ChatMessage("system", _text_of(m.content))
-    return ChatMessage(m.role, _text_of(m.content))
+        return ChatMessage("system", text_of(m.content))
+    return ChatMessage(m.role, text_of(m.content))
 
 
-def _text_of(content: str | list[Any]) -> str:
+def text_of(content: str | list[Any]) -> str:
+    """A message's content as one text: its text (and refusal) parts, one per line."""
     if isinstance(content, str):
         return content
     return "\n".join(p.text if isinstance(p, TextContentPart) else p.refusal for p in content

@@ -17,6 +17,7 @@ from ...core.engine import Engine
 from ...core.remote import Aborted, RemoteCall, RemoteModel
 from ...core.scope import Scope
 from ...errors import InvalidInputError
+from .messages import text_of
 from .protocol import ChatCompletionRequest, CompletionRequest
 from .responses import (
     ChatCompletion,
@@ -46,8 +47,10 @@ _FINISH: dict[str, ChatFinishReason] = {"stop": "stop", "length": "length", "too
                                         "function_call": "tool_calls", "abort": "abort"}
 
 
-def _body(req: ChatCompletionRequest | CompletionRequest, remote: RemoteModel) -> dict[str, Any]:
-    """The request as the server gets it: OpenAI's fields, streamed with usage."""
+def _bodies(req: ChatCompletionRequest | CompletionRequest, remote: RemoteModel) -> list[dict[str, Any]]:
+    """The request as the server gets it: OpenAI's fields, streamed with usage; one request per
+    choice (``n``, and each prompt of a list), since servers such as llama.cpp's answer one only.
+    A ``seed`` goes up by one from choice to choice, so that seeded choices differ as they do here."""
     if req.return_token_ids:
         raise InvalidInputError(f"{remote.endpoint.base_url} does not return token ids", "return_token_ids")
     extra = req.extra_body
@@ -57,29 +60,41 @@ def _body(req: ChatCompletionRequest | CompletionRequest, remote: RemoteModel) -
     if rf is not None and rf.type in ("grammar", "regex", "structural_tag"):
         raise InvalidInputError(f"`{rf.type}` is csi-web's own response format; a server takes `json_schema` "
                                 "or `json_object`", "response_format.type")
-    body = req.model_dump(mode="json", exclude_unset=True, by_alias=True, exclude=_NOT_SENT)
-    if rf is not None and rf.schema_ is not None:  # WebLLM's json_object + schema, as OpenAI writes it
-        schema = rf.schema_
-        if isinstance(schema, str):
-            import json  # noqa: PLC0415
-
-            schema = json.loads(schema)
-        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "response", "schema": schema}}
+    body = req.model_dump(mode="json", exclude_unset=True, by_alias=True, exclude=_NOT_SENT | {"n"})
+    if isinstance(req, ChatCompletionRequest):  # text parts as one text: not every server reads parts
+        for out, m in zip(body["messages"], req.messages, strict=True):
+            if isinstance(out.get("content"), list):
+                out["content"] = text_of(getattr(m, "content", None) or [])
     if extra is not None and extra.enable_thinking is not None:
         body["chat_template_kwargs"] = {"enable_thinking": extra.enable_thinking}
     body.update(model=remote.server_model, stream=True, stream_options={"include_usage": True})
-    return body
+    prompts: list[Any] = [None]
+    if isinstance(req, CompletionRequest) and isinstance(req.prompt, list) and req.prompt \
+            and not isinstance(req.prompt[0], int):
+        prompts = list(req.prompt)
+    out = []
+    for prompt in prompts:
+        for k in range(req.n or 1):
+            one = dict(body)
+            if prompt is not None:
+                one["prompt"] = prompt
+            if k and req.seed is not None:
+                one["seed"] = req.seed + k
+            out.append(one)
+    return out
 
 
-def _usage(raw: Any, stats: GenerationStats, remote: RemoteModel) -> CompletionUsage:
-    raw = raw if isinstance(raw, dict) else {}
-    stats.prompt_tokens = int(raw.get("prompt_tokens") or 0)
-    stats.completion_tokens = int(raw.get("completion_tokens") or stats.completion_tokens)
-    cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+
+def _usage(raw: dict[str, int] | None, stats: GenerationStats, remote: RemoteModel) -> CompletionUsage:
+    """The server's usage; a server that reports none when streaming (llama-cpp-python) gets 0
+    prompt tokens and the streamed pieces counted as completion tokens."""
+    raw = raw or {}
+    stats.prompt_tokens = raw.get("prompt_tokens", 0)
+    stats.completion_tokens = raw.get("completion_tokens") or stats.completion_tokens
     return CompletionUsage(
         prompt_tokens=stats.prompt_tokens, completion_tokens=stats.completion_tokens,
         total_tokens=stats.prompt_tokens + stats.completion_tokens,
-        prompt_tokens_details=PromptTokensDetails(cached_tokens=int(cached)),
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=0),
         extra=UsageExtra(**stats.timings(), served_by="remote", server=remote.endpoint.base_url))
 
 
@@ -124,28 +139,42 @@ def _carries_text(choice: dict[str, Any]) -> bool:
 
 
 class _Stream:
-    """The server's stream of one request, as events, with its clock (for ``usage.extra``)."""
+    """The server's streams of one request's choices, one after the other, as events whose choice
+    ``index`` is the choice's; with their clock and usage (for ``usage.extra``)."""
 
-    def __init__(self, call: RemoteCall, path: str, body: dict[str, Any], n: int) -> None:
-        self.call, self.path, self.body, self.n = call, path, body, n
+    def __init__(self, call: RemoteCall, path: str, bodies: list[dict[str, Any]]) -> None:
+        self.call, self.path, self.bodies, self.n = call, path, bodies, len(bodies)
         self.stats = GenerationStats(started=time.time())
-        self.usage: Any = None
+        self.usage: dict[str, int] | None = None
         self.aborted = False
 
     async def events(self) -> AsyncIterator[dict[str, Any]]:
         try:
-            async for event in self.call.events(self.path, self.body):
-                if event.get("usage") is not None:
-                    self.usage = event["usage"]
-                if event.get("choices"):
-                    if any(_carries_text(c) for c in event["choices"]):
-                        self.stats.first_token_at = self.stats.first_token_at or time.time()
-                        self.stats.completion_tokens += 1  # llama.cpp streams a token per event
-                    yield event
+            for index, body in enumerate(self.bodies):
+                async for event in self.call.events(self.path, body):
+                    if isinstance(event.get("usage"), dict):
+                        self._add_usage(event["usage"], first=index == 0)
+                    choices = event.get("choices")
+                    if choices:
+                        if any(_carries_text(c) for c in choices):
+                            self.stats.first_token_at = self.stats.first_token_at or time.time()
+                            self.stats.completion_tokens += 1  # llama.cpp streams a token per event
+                        for c in choices:
+                            c["index"] = index
+                        yield event
         except Aborted:
             self.aborted = True
         self.stats.finished = time.time()
         self.stats.first_token_at = self.stats.first_token_at or self.stats.finished
+
+    def _add_usage(self, raw: dict[str, Any], first: bool) -> None:
+        """The prompt once (choices of one prompt share it), the completions summed."""
+        prompt, completion = int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0)
+        if self.usage is None:
+            self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        if first:
+            self.usage["prompt_tokens"] = prompt
+        self.usage["completion_tokens"] += completion
 
 
 def _remote(engine: Engine, model: ModelInfo, scope: Scope | None) -> tuple[RemoteModel, RemoteCall]:
@@ -157,7 +186,7 @@ def chat_stream(engine: Engine, req: ChatCompletionRequest, model: ModelInfo, sc
     """The server's chunks, re-made; each choice ends with a ``finish_reason`` (``abort`` when cancelled).
     What the server cannot be asked for is refused here, before anything streams."""
     remote, call = _remote(engine, model, scope)
-    stream = _Stream(call, "chat/completions", _body(req, remote), req.n or 1)
+    stream = _Stream(call, "chat/completions", _bodies(req, remote))
     return _chat_chunks(req, model, remote, stream, include_usage)
 
 
@@ -271,9 +300,7 @@ def completion_stream(engine: Engine, req: CompletionRequest, model: ModelInfo, 
         raise InvalidInputError("a server gives text completions' log-probabilities for `logprobs: <count>`",
                                 "logprobs")
     remote, call = _remote(engine, model, scope)
-    n = (req.n or 1) * (len(req.prompt) if isinstance(req.prompt, list) and req.prompt
-                        and not isinstance(req.prompt[0], int) else 1)
-    stream = _Stream(call, "completions", _body(req, remote), n)
+    stream = _Stream(call, "completions", _bodies(req, remote))
     return _completion_chunks(model, remote, stream, include_usage)
 
 
