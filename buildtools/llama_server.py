@@ -21,7 +21,6 @@ import zipfile
 from pathlib import Path
 
 from buildtools.deps import CACHE, ensure_pypi_file, log
-from buildtools.smollm2 import GGUF, WHEEL
 
 VERSION = "0.3.36"
 # llama-cpp-python's [server] extra and everything it pulls, as resolved from PyPI (a lock).
@@ -69,7 +68,6 @@ CMAKE_ARGS = " ".join([
 SERVER_DIR = CACHE.resolve() / "llama-server"
 VENV = SERVER_DIR / "venv"
 STAMP = VENV / ".csi-stamp"
-MODEL = SERVER_DIR / Path(GGUF).name
 
 
 class LlamaServerBuildError(Exception):
@@ -114,11 +112,14 @@ def _wheel() -> Path:
 
 def _model() -> Path:
     """The built-in model's GGUF, as a file the server can open."""
-    if not MODEL.exists():
+    from buildtools.smollm2 import GGUF, WHEEL  # here: it imports the GGUF converter (numpy, gguf)
+
+    model = SERVER_DIR / Path(GGUF).name
+    if not model.exists():
         with zipfile.ZipFile(ensure_pypi_file(WHEEL)) as z, tempfile.TemporaryDirectory(dir=SERVER_DIR) as tmp:
             z.extract(GGUF, tmp)
-            os.replace(Path(tmp) / GGUF, MODEL)
-    return MODEL
+            os.replace(Path(tmp) / GGUF, model)
+    return model
 
 
 def ensure_server() -> tuple[Path, Path]:
