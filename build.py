@@ -3,7 +3,7 @@
 
   python3 build.py              set up everything and build dist/
   python3 build.py serve [--port N]   ... then serve it at http://127.0.0.1:8000/
-  python3 build.py test [pytest args] ... then run the whole test suite
+  python3 build.py test [pytest args] ... then build the tests' llama.cpp server (once) and run the suite
   python3 build.py bench [--only sampling,decode,...]  ... then run the benchmarks and print JSON
   python3 build.py bench --device webgpu  ... the same on a hardware GPU (fails clearly without one)
   python3 build.py fuzz         ... then run the fuzzers with 10x the suite's budget
@@ -96,6 +96,9 @@ def main() -> int:
         return 0
     if args.command == "test":
         setup(browser=True)
+        from buildtools.llama_server import ensure_server
+
+        ensure_server()  # the remote-model tests' llama.cpp server (compiled once: ~3 min on 2 cores)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "py"), str(ROOT)])}
         return subprocess.call([sys.executable, "-m", "pytest", "tests", *rest], cwd=ROOT, env=env)
     if args.command == "fuzz":  # the suite's fuzzers with a budget 10x larger (CSI_FUZZ_EXAMPLES overrides)

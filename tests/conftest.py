@@ -1,5 +1,5 @@
-"""Shared fixtures: the built site, a static server, Debian's Chromium, a page with an engine.
-Helpers live in ``tests.support``."""
+"""Shared fixtures: the built site, a static server, Debian's Chromium, a page with an engine, a real
+llama.cpp server (and one that is down). Helpers live in ``tests.support``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, EnginePage, open_engine_page
+from tests.support.llama_server import LlamaServer, down_url, running_llama_server
 from tests.support.paths import DIST
 
 
@@ -35,3 +36,17 @@ def engine_page(browser: Any, site_url: str) -> Iterator[EnginePage]:
     ep = open_engine_page(browser, site_url, ["tiny-chat", "all-minilm-l6-v2"], "wasm")
     yield ep
     ep.page.context.close()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """llama-cpp-python's OpenAI-compatible server on the built-in model's GGUF, as ``smollm2-server``
+    (built once by buildtools/llama_server.py; ``build.py test`` prepares it)."""
+    with running_llama_server(tmp_path_factory.mktemp("llama-server") / "server.log") as server:
+        yield server
+
+
+@pytest.fixture
+def llama_server_down() -> str:
+    """The base URL of a server that is down (a free port: connections are refused)."""
+    return down_url()
