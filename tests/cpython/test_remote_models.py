@@ -175,8 +175,12 @@ def test_the_servers_refusals_keep_its_message(engine):
     with pytest.raises(ContextWindowExceededError) as err:
         run_async(chat_completion(engine, {"model": "smollm2-remote", "messages": long}))
     assert "context" in err.value.message.lower() and "127.0.0.1" in err.value.message
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
     for body, param in (({"return_token_ids": True}, "return_token_ids"),
-                        ({"response_format": {"type": "regex", "pattern": "a+"}}, "response_format.type")):
+                        ({"response_format": {"type": "regex", "pattern": "a+"}}, "response_format.type"),
+                        # llama-cpp-python refuses OpenAI's json_schema (with a 500 naming the field)
+                        ({"response_format": {"type": "json_schema", "json_schema": {"name": "c", "schema": schema}}},
+                         "response_format.type")):
         with pytest.raises(InvalidInputError) as bad:
             run_async(chat_completion(engine, {"model": "smollm2-remote", "messages": ASK, **body}))
         assert bad.value.param == param
@@ -275,3 +279,23 @@ def test_a_pharia_skill_chats_and_streams_with_a_model_on_the_server(llama_serve
     assert whole.message.content == reference["choices"][0]["message"]["content"]
     assert "".join(a.content for a in appends) == whole.message.content
     assert finish == whole.finish_reason and len(whole.logprobs) == 12
+
+
+def test_n_choices_are_one_server_request_each_with_the_seed_counting_up(engine, llama_server):
+    body = {"messages": ASK, "max_tokens": 10, "temperature": 1.0, "seed": 5}
+    ours = run_async(chat_completion(engine, {"model": "smollm2-remote", "n": 2, **body}))
+    first = direct(llama_server, "chat/completions", body)["choices"][0]["message"]["content"]
+    second = direct(llama_server, "chat/completions", {**body, "seed": 6})["choices"][0]["message"]["content"]
+    assert [c.message.content for c in ours.choices] == [first, second] and first != second
+    assert [c.index for c in ours.choices] == [0, 1] and ours.usage.completion_tokens == 20
+
+
+def test_a_json_schema_through_llama_cpps_own_format_is_kept(engine):
+    import jsonschema  # noqa: PLC0415
+
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "people": {"type": "integer"}},
+              "required": ["city", "people"]}
+    reply = run_async(chat_completion(engine, {"model": "smollm2-remote", "messages": ASK, "max_tokens": 40,
+                                               "temperature": 0,
+                                               "response_format": {"type": "json_object", "schema": schema}}))
+    jsonschema.validate(json.loads(reply.choices[0].message.content or ""), schema)

@@ -97,6 +97,8 @@ class Remotes:
         return list(self._models.values())
 
 
+_BODY_FIELD = re.compile(r"'loc': \('body', ((?:'[^']*'|\d+)(?:, (?:'[^']*'|\d+))*)\)")
+"""FastAPI's validation error, as llama-cpp-python reports it: a 500 whose message names the field."""
 _CONTEXT = re.compile(r"context (window|length)|maximum context|too many tokens|exceeds? the|n_ctx", re.I)
 
 
@@ -131,11 +133,22 @@ def http_error(status: int, raw: bytes, where: str) -> CsiError:
         return RateLimitError(said)
     if status == 404:
         return ModelNotSupportedError(said, param or "model")
-    if 400 <= status < 500:
+    field = _BODY_FIELD.search(message)
+    if field is not None and param is None:
+        param = _field_path(field.group(1))
+    if 400 <= status < 500 or (field is not None and "validation error" in message):
         if status == 413 or _CONTEXT.search(message):
             return ContextWindowExceededError(said, param or "messages")
         return InvalidInputError(said, param)
     return ServerError(said)
+
+
+def _field_path(loc: str) -> str:
+    """``'messages', 0, 'content'`` -> ``messages[0].content``."""
+    path = ""
+    for part in (p.strip() for p in loc.split(",")):
+        path += f"[{part}]" if part.isdigit() else ("." if path else "") + part.strip("'")
+    return path
 
 
 class RemoteCall:

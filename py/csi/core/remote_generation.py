@@ -44,7 +44,7 @@ def _raw(entry: dict[str, Any]) -> bytes:
     return str(entry.get("token", "")).encode()
 
 
-def sampling_body(params: GenerationParams, n: int) -> dict[str, Any]:
+def sampling_body(params: GenerationParams) -> dict[str, Any]:
     """OpenAI's request fields for ``params`` (those at their defaults left out); what a server
     cannot be asked for is refused, naming it."""
     s = params.sampling
@@ -53,7 +53,7 @@ def sampling_body(params: GenerationParams, n: int) -> dict[str, Any]:
                                 "`response_format` through chat completions", s.grammar.param)
     if params.keep_special:
         raise InvalidInputError("a server does not show special tokens", "keep_special")
-    body: dict[str, Any] = {"temperature": s.temperature, "n": n}
+    body: dict[str, Any] = {"temperature": s.temperature}
     if s.top_p != 1.0:
         body["top_p"] = s.top_p
     if s.top_k:
@@ -83,7 +83,7 @@ def request_body(request: GenerationRequest, remote: RemoteModel) -> tuple[str, 
         raise InvalidInputError("tools of a model on a server are served through chat completions only", "tools")
     s = request.params.sampling
     body = {"model": remote.server_model, "stream": True, "stream_options": {"include_usage": True},
-            **sampling_body(request.params, request.n)}
+            **sampling_body(request.params)}
     if request.messages is not None:
         body["messages"] = [_message(m) for m in request.messages]
         if s.logprobs:
@@ -136,45 +136,34 @@ async def remote_events(call: RemoteCall, request: GenerationRequest, remote: Re
                         cancelled: Callable[[], bool]) -> AsyncIterator[ChoiceEvent]:
     """Stream ``request`` from the server as ``ChoiceEvent``s: deltas by choice, then each choice's end."""
     path, body = request_body(request, remote)
-    n = request.n
-    started = time.time()
-    stats = [GenerationStats(started=started) for _ in range(n)]
-    ended: set[int] = set()
     top_n = request.params.sampling.top_logprobs
     chat = path.startswith("chat")
-    try:
-        async for event in call.events(path, body):
-            usage = event.get("usage")
-            if isinstance(usage, dict):
-                for s in stats:
-                    s.prompt_tokens = int(usage.get("prompt_tokens") or 0)
-                if n == 1 and usage.get("completion_tokens") is not None:
-                    stats[0].completion_tokens = int(usage["completion_tokens"])
-            for choice in event.get("choices") or []:
-                index = choice.get("index", 0)
-                if not isinstance(index, int) or not 0 <= index < n or index in ended:
-                    continue
-                text = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
-                steps = _steps(choice, table, top_n)
-                if text or steps:
-                    s = stats[index]
-                    if not s.first_token_at:
-                        s.first_token_at = time.time()
-                    s.completion_tokens += max(len(steps), 1)
-                    yield ChoiceEvent(index, TextDelta(text or "", [], steps), s)
-                reason = choice.get("finish_reason")
-                if reason:
-                    stats[index].finish_reason = FINISH.get(reason, "stop")
-                    ended.add(index)
+    seed = body.get("seed")
+    for index in range(request.n):  # one request per choice: servers such as llama.cpp's answer one
+        s = GenerationStats(started=time.time())
+        if index and seed is not None:
+            body = {**body, "seed": seed + index}
+        try:
             if cancelled():
                 raise Aborted
-    except Aborted:
-        for s in stats:
+            async for event in call.events(path, body):
+                usage = event.get("usage")
+                if isinstance(usage, dict):
+                    s.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+                    if usage.get("completion_tokens") is not None:
+                        s.completion_tokens = int(usage["completion_tokens"])
+                for choice in (event.get("choices") or [])[:1]:
+                    text = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
+                    steps = _steps(choice, table, top_n)
+                    if text or steps:
+                        s.first_token_at = s.first_token_at or time.time()
+                        s.completion_tokens += max(len(steps), 1)
+                        yield ChoiceEvent(index, TextDelta(text or "", [], steps), s)
+                    if choice.get("finish_reason"):
+                        s.finish_reason = FINISH.get(choice["finish_reason"], "stop")
+        except Aborted:
             s.finish_reason = s.finish_reason or "abort"
-    now = time.time()
-    for index, s in enumerate(stats):
-        s.finished = now
-        s.first_token_at = s.first_token_at or now
-        if s.finish_reason is None:
-            s.finish_reason = "abort" if cancelled() else "stop"
+        s.finished = time.time()
+        s.first_token_at = s.first_token_at or s.finished
+        s.finish_reason = s.finish_reason or ("abort" if cancelled() else "stop")
         yield ChoiceEvent(index, None, s)
