@@ -19,7 +19,7 @@ from csi.worker.routes import ROUTES
 from tests.support.aio import run_async
 
 TYPED = {"InvalidInputError", "ModelNotSupportedError", "ContextWindowExceededError", "ModelLoadError", "SkillError",
-         "NotFoundError"}
+         "NotFoundError", "ServerUnavailableError"}
 REPLY_TIMEOUT_S = 60.0
 
 
@@ -63,6 +63,10 @@ def templates(chat: str, embed: str) -> dict[str, dict[str, Any]]:
         "skills_stream": {"request": {"name": "summarize", "input": {"text": "a"}}},
         "skills_remove": {"request": {"name": "fuzzed"}},
         "set_model_aliases": {"request": {"aliases": {"llama-3.1-8b-instruct": "tiny-chat"}}},
+        # a server nobody runs: a fuzzed remote model's requests end in ServerUnavailableError at once
+        "set_remotes": {"request": {"remotes": [{
+            "base_url": "http://127.0.0.1:9/v1", "timeout_s": 5,
+            "models": ["fuzz-remote", {"id": "fuzz-2", "policy": "prefer-local"}]}]}},
         "tools_register": {"request": {"name": "fuzzed", "description": "d", "input_schema": {
             "type": "object", "properties": {"city": {"type": "string", "maxLength": 9}}, "required": ["city"]}}},
         "tools_list": {},

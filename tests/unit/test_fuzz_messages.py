@@ -8,6 +8,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 
 from csi.backends.local_host import LocalHost
+from csi.backends.local_http import AsyncioHttp
 from csi.runtime import build_runtime
 from csi.testing import EOS, ScriptedBackend
 from csi.worker.app import WorkerApp
@@ -17,7 +18,7 @@ from tests.support.paths import DIST
 
 VOCAB = [b"<eos>", b"Hello", b" world", b"!"]
 MODELS = ["chat", "embed"]
-runtime = build_runtime(ScriptedBackend(VOCAB, [1, 2, 3, EOS]), LocalHost(DIST / "lang"))
+runtime = build_runtime(ScriptedBackend(VOCAB, [1, 2, 3, EOS]), LocalHost(DIST / "lang"), http=AsyncioHttp())
 run_async(runtime.engine.load(MODELS))
 sent: list[str] = []
 app = WorkerApp(runtime, sent.append)

@@ -9,8 +9,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import replace
-from typing import Any, cast
+from typing import cast
 
 from ..errors import (
     ContextWindowExceededError,
@@ -19,35 +18,23 @@ from ..errors import (
     ModelLoadError,
     ModelNotSupportedError,
     NotSupportedError,
-    ServerError,
 )
 from .aliases import MODEL_ID, ModelAliases
 from .backend import Backend, Embeddings, ModelInfo, ProgressFn
 from .decode import GenerationStats, decode
 from .generation import ChoiceEvent, Generation, Guts
 from .grammar import GrammarError, compiler_message
+from .prompt import render_prompt
 from .remote import HttpClient, RemoteCall, RemoteModel, Remotes
-from .remote_generation import TokenTable, remote_events, request_body
+from .remote_generation import remote_embeddings, remote_generation
 from .request import GenerationRequest
 from .scope import Scope
 from .token_bytes import TokenBytes
-from .tools import detect_format, template_messages, tool_grammar
 
 MAX_MODELS = 8
 MAX_ABORTED = 1024
 
 HUB_URL = re.compile(r"https?://[^\s/?#]+(/[^\s?#]*)?", re.ASCII)  # a Hub mirror's base URL (length apart)
-
-
-def _pooled(values: list[Any]) -> list[float]:
-    """A server's embedding as a vector: one per token (llama.cpp's for a model without pooling)
-    mean-pooled and L2-normalized, as csi-web's own are; a sentence vector as it came."""
-    if values and isinstance(values[0], list):
-        rows = [[float(x) for x in row] for row in values]
-        mean = [sum(col) / len(rows) for col in zip(*rows, strict=True)]
-        norm = sum(x * x for x in mean) ** 0.5 or 1.0
-        return [x / norm for x in mean]
-    return [float(x) for x in values]
 
 
 class Engine:
@@ -57,7 +44,7 @@ class Engine:
         """``http`` reaches the servers of remote models (``None``: none can be configured)."""
         self._backend = backend
         self._http = http
-        self.remotes = Remotes()
+        self.remotes = Remotes(http is not None)
         """Models served by OpenAI-compatible servers (``set_remotes``)."""
         self._models: dict[str, ModelInfo] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -104,31 +91,23 @@ class Engine:
             remote = self.remotes.get(model_id)
             try:
                 if remote is not None and remote.policy == "remote":
-                    info = self._remote_info(remote, None)
+                    info = remote.info(None)
                 else:
                     info = await self._backend.load_model(model_id, device, progress, hub)
-            except CsiError as exc:
-                if remote is not None and self._load_epoch == mine and not isinstance(exc, InvalidInputError):
-                    info = self._remote_info(remote, f"{exc.name}: {exc.message}")
+            except BaseException as exc:
+                if remote is not None and self._load_epoch == mine and isinstance(exc, CsiError) \
+                        and not isinstance(exc, InvalidInputError):  # prefer-local: the server serves it
+                    info = remote.info(f"{exc.name}: {exc.message}")
                 else:
-                    if self._load_epoch == mine:
+                    if self._load_epoch == mine:  # all or nothing: what this load brought goes too
                         await self.unload()
                     raise
-            except BaseException:
-                if self._load_epoch == mine:  # all or nothing: what this load brought goes too
-                    await self.unload()
-                raise
             if self._load_epoch != mine:  # a later load or unload came while this one ran
                 if info.remote is None:
                     await self._backend.unload_model(model_id)
                 raise ModelLoadError(f"loading {model_id!r} was cancelled by a later load or unload", "model")
             self._add(info)
         return list(self._models.values())
-
-    def _remote_info(self, remote: RemoteModel, fallback: str | None) -> ModelInfo:
-        if self._http is None:
-            raise NotSupportedError("this engine cannot reach servers", "remotes")
-        return ModelInfo(remote.model_id, "chat", 0, remote=remote.endpoint.base_url, fallback=fallback)
 
     def _add(self, info: ModelInfo) -> None:
         self._models[info.model_id] = info
@@ -270,18 +249,17 @@ class Engine:
             raise ModelNotSupportedError(f"model {requested!r} is a {info.kind} model, not a {kind} model", "model")
         return info
 
-    def remote_call(self, model: ModelInfo, scope: Scope | None) -> tuple[RemoteModel, RemoteCall]:
-        """The server of a remote model and a call to it that ``abort``/``interrupt`` cancel."""
-        remote = self.remotes.get(model.model_id)
-        if remote is None or self._http is None or remote.endpoint.base_url != model.remote:
-            raise ModelNotSupportedError(f"the server of {model.model_id!r} is no longer configured: load the "
+    def remote_call(self, model_id: str, scope: Scope | None) -> tuple[RemoteModel, RemoteCall]:
+        """The server of the remote model ``model_id`` and a call to it that ``abort``/``interrupt`` cancel."""
+        remote = self.remotes.get(model_id)
+        model = self._models.get(model_id)
+        if remote is None or self._http is None or model is None or remote.endpoint.base_url != model.remote:
+            raise ModelNotSupportedError(f"the server of {model_id!r} is no longer configured: load the "
                                          "model again", "model")
-        return remote, RemoteCall(self._http, remote.endpoint, self._cancel_check(scope), self.next_cancel)
-
-    def _cancel_check(self, scope: Scope | None) -> Callable[[], bool]:
         key = self._key(scope)
         epoch = scope.epoch if scope and scope.epoch is not None else self._interrupt_epoch
-        return lambda: self._interrupt_epoch != epoch or key in self._aborted
+        return remote, RemoteCall(self._http, remote.endpoint,
+                                  lambda: self._interrupt_epoch != epoch or key in self._aborted, self.next_cancel)
 
     async def embedding_model(self, model_id: str) -> ModelInfo:
         """A loaded embedding model, loading a built-in one beside the others if need be (param ``model``)."""
@@ -345,7 +323,7 @@ class Engine:
         of texts, or of token id lists taken as they are (param ``input``: ids outside the
         vocabulary, a list longer than the model's context)."""
         if model.remote is not None:
-            return await self._remote_embed(model, texts, scope)
+            return await remote_embeddings(*self.remote_call(model.model_id, scope), texts)
         if texts and not isinstance(texts[0], str):
             rows = texts
             for row in rows:
@@ -365,21 +343,6 @@ class Engine:
 
     # ---- the one generation path ---------------------------------------------------------------
 
-    async def _remote_embed(self, model: ModelInfo, texts: list[str] | list[list[int]],
-                            scope: Scope | None) -> Embeddings:
-        remote, call = self.remote_call(model, scope)
-        body = await call.json("embeddings", {"model": remote.server_model, "input": texts,
-                                              "encoding_format": "float"})
-        try:
-            rows = sorted(body["data"], key=lambda d: d["index"])
-            vectors = [_pooled(row["embedding"]) for row in rows]
-            tokens = int((body.get("usage") or {}).get("prompt_tokens") or 0)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ServerError(f"{call.where} answered embeddings in another shape ({exc!r})") from None
-        if len(vectors) != len(texts):
-            raise ServerError(f"{call.where} answered {len(vectors)} embeddings for {len(texts)} inputs")
-        return Embeddings(vectors, tokens, len(vectors[0]) if vectors else 0)
-
     def text_of(self, model: ModelInfo, ids: list[int]) -> str:
         """The text of token ids, special tokens left out (an echoed token prompt, as vLLM echoes it)."""
         if model.remote is not None:
@@ -391,69 +354,10 @@ class Engine:
         and check it against the context window. Iterate the result to run it."""
         model = self.resolve_model(request.model, "chat")
         if model.remote is not None:
-            return self._remote_generation(model, request, scope)
-        params = request.params
-        for token, _ in params.sampling.logit_bias:
-            if not 0 <= token < max(model.vocab_size, 1):
-                raise InvalidInputError(f"`logit_bias` names token {token}, outside the vocabulary", "logit_bias")
-        tool_format = None
-        if request.messages is not None:
-            field_name = "messages"
-            template = self._backend.chat_template(model.model_id)
-            if template is None:
-                raise InvalidInputError(f"model {model.model_id!r} has no chat template: send it a prompt, "
-                                        "not messages", "messages")
-            fmt = detect_format(template)
-            calling = request.tools and request.tool_choice != "none"
-            messages, tools = template_messages(request.messages, request.tools if calling else (), fmt)
-            ids = self._backend.apply_chat_template(model.model_id, messages, tools,
-                                                    dict(request.template_vars) or None)
-            if calling:
-                if params.sampling.grammar is not None:
-                    raise InvalidInputError("`response_format` cannot constrain a reply that may call tools; "
-                                            "set `tool_choice` to \"none\" or leave `response_format` out",
-                                            "response_format")
-                tool_format = fmt
-                grammar = tool_grammar(request.tools, request.tool_choice, request.parallel_tool_calls, fmt)
-                params = replace(params, sampling=replace(params.sampling, grammar=grammar))
-        elif request.prompt_ids is not None:
-            field_name = "prompt"
-            ids = list(request.prompt_ids)
-            outside = next((t for t in ids if not 0 <= t < model.vocab_size), None)
-            if outside is not None:
-                raise InvalidInputError(f"the prompt names token {outside}, outside the vocabulary of "
-                                        f"{model.model_id!r} (0 to {model.vocab_size - 1})", "prompt")
-        else:
-            field_name = "prompt"
-            ids = self._backend.encode(model.model_id, request.prompt or "", add_special_tokens=True)
-        if len(ids) >= model.context_length:
-            raise ContextWindowExceededError(
-                f"the prompt has {len(ids)} tokens; the context window of {model.model_id!r} "
-                f"holds {model.context_length}", field_name)
-        if not ids:
-            raise InvalidInputError("the prompt is empty", field_name)
-        if params.sampling.grammar is not None:
-            # the grammar decides where the reply ends: stop strings could cut it short
-            params = replace(params, stop=(), ignore_eos=False)
+            return remote_generation(*self.remote_call(model.model_id, scope), model, request, scope)
+        ids, params, tool_format = render_prompt(self._backend, model, request)
         return Generation(self._run, lambda token: self.token_bytes(model.model_id, token), model, ids, params,
                           request.n, scope, request.tools, tool_format)
-
-    def _remote_generation(self, model: ModelInfo, request: GenerationRequest, scope: Scope | None) -> Generation:
-        remote, call = self.remote_call(model, scope)
-        table = TokenTable()
-        cancelled = self._cancel_check(scope)
-        key = self._key(scope)
-        request_body(request, remote)  # refuses what a server cannot be asked for, now
-
-        async def run(gen: Generation) -> AsyncIterator[ChoiceEvent]:
-            try:
-                async for event in remote_events(call, request, remote, table, cancelled):
-                    yield event
-            finally:
-                if scope is None or scope.request_id is None:
-                    self._aborted.pop(key, None)
-
-        return Generation(run, table.bytes_of, model, [], request.params, request.n, scope)
 
     async def _compile(self, gen: Generation) -> float | None:
         """Compile the request's grammar; the seconds it took (``None``: no grammar)."""

@@ -18,11 +18,13 @@ from ..errors import (
     CsiError,
     InvalidInputError,
     ModelNotSupportedError,
+    NotSupportedError,
     RateLimitError,
     ServerError,
     ServerTimeoutError,
     ServerUnavailableError,
 )
+from .backend import ModelInfo
 
 Policy = Literal["remote", "prefer-local"]
 """``remote``: the server always serves the model; ``prefer-local``: the model is loaded in the
@@ -79,15 +81,22 @@ class RemoteModel:
     server_model: str
     policy: Policy = "remote"
 
+    def info(self, fallback: str | None) -> ModelInfo:
+        """The engine's entry for this model, served by its server (``fallback``: why not here)."""
+        return ModelInfo(self.model_id, "chat", 0, remote=self.endpoint.base_url, fallback=fallback)
+
 
 class Remotes:
     """The remote models the page configured (``set_remotes``), by csi-web model id."""
 
-    def __init__(self) -> None:
+    def __init__(self, reachable: bool = True) -> None:
         self._models: dict[str, RemoteModel] = {}
+        self._reachable = reachable
 
     def set(self, models: list[RemoteModel]) -> None:
-        """Replace the configuration (models already loaded keep the endpoint they were loaded with)."""
+        """Replace the configuration (a loaded model whose server changes must be loaded again)."""
+        if models and not self._reachable:
+            raise NotSupportedError("this engine has no HTTP client to reach servers with", "remotes")
         self._models = {m.model_id: m for m in models}
 
     def get(self, model_id: str) -> RemoteModel | None:
@@ -161,6 +170,10 @@ class RemoteCall:
         self._endpoint = endpoint
         self._cancelled = cancelled
         self._next_cancel = next_cancel
+
+    def cancelled(self) -> bool:
+        """Whether the request was cancelled."""
+        return self._cancelled()
 
     @property
     def where(self) -> str:

@@ -6,14 +6,16 @@ of this generation's own (``TokenTable``): the faces write log-probabilities fro
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, ServerError
+from .backend import Embeddings, ModelInfo, StepResult
 from .decode import FinishReason, GenerationStats, TextDelta
-from .generation import ChoiceEvent
+from .generation import ChoiceEvent, Generation
 from .remote import Aborted, RemoteCall, RemoteModel
 from .request import GenerationParams, GenerationRequest
+from .scope import Scope
 
 FINISH: dict[str, FinishReason] = {"stop": "stop", "length": "length", "tool_calls": "stop",
                                    "function_call": "stop", "eos": "stop"}
@@ -111,8 +113,6 @@ def _message(m: Any) -> dict[str, Any]:
 
 def _steps(choice: dict[str, Any], table: TokenTable, top_n: int) -> list[Any]:
     """The log-probabilities of one streamed choice, chat's shape or the legacy one."""
-    from .backend import StepResult  # noqa: PLC0415 - avoids a cycle at import
-
     lp = choice.get("logprobs")
     if not isinstance(lp, dict):
         return []
@@ -132,10 +132,19 @@ def _steps(choice: dict[str, Any], table: TokenTable, top_n: int) -> list[Any]:
     return steps
 
 
-async def remote_events(call: RemoteCall, request: GenerationRequest, remote: RemoteModel, table: TokenTable,
-                        cancelled: Callable[[], bool]) -> AsyncIterator[ChoiceEvent]:
-    """Stream ``request`` from the server as ``ChoiceEvent``s: deltas by choice, then each choice's end."""
+def remote_generation(remote: RemoteModel, call: RemoteCall, model: ModelInfo, request: GenerationRequest,
+                      scope: Scope | None) -> Generation:
+    """``request`` for the model's server, accepted: what a server cannot be asked for is refused now."""
+    table = TokenTable()
     path, body = request_body(request, remote)
+    return Generation(lambda _: _events(call, request, path, body, table), table.bytes_of, model, [],
+                      request.params, request.n, scope)
+
+
+async def _events(call: RemoteCall, request: GenerationRequest, path: str, body: dict[str, Any],
+                  table: TokenTable) -> AsyncIterator[ChoiceEvent]:
+    """Stream ``request`` from the server as ``ChoiceEvent``s: each choice's deltas, then its end."""
+    cancelled = call.cancelled
     top_n = request.params.sampling.top_logprobs
     chat = path.startswith("chat")
     seed = body.get("seed")
@@ -167,3 +176,28 @@ async def remote_events(call: RemoteCall, request: GenerationRequest, remote: Re
         s.first_token_at = s.first_token_at or s.finished
         s.finish_reason = s.finish_reason or ("abort" if cancelled() else "stop")
         yield ChoiceEvent(index, None, s)
+
+
+def pooled(values: list[Any]) -> list[float]:
+    """A server's embedding as a vector: one per token (llama.cpp's for a model without pooling)
+    mean-pooled and L2-normalized, as csi-web's own are; a sentence vector as it came."""
+    if values and isinstance(values[0], list):
+        rows = [[float(x) for x in row] for row in values]
+        mean = [sum(col) / len(rows) for col in zip(*rows, strict=True)]
+        norm = sum(x * x for x in mean) ** 0.5 or 1.0
+        return [x / norm for x in mean]
+    return [float(x) for x in values]
+
+
+async def remote_embeddings(remote: RemoteModel, call: RemoteCall, texts: list[str] | list[list[int]]) -> Embeddings:
+    """Embeddings from the model's server (OpenAI's ``/embeddings``)."""
+    body = await call.json("embeddings", {"model": remote.server_model, "input": texts, "encoding_format": "float"})
+    try:
+        rows = sorted(body["data"], key=lambda d: d["index"])
+        vectors = [pooled(row["embedding"]) for row in rows]
+        tokens = int((body.get("usage") or {}).get("prompt_tokens") or 0)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ServerError(f"{call.where} answered embeddings in another shape ({exc!r})") from None
+    if len(vectors) != len(texts):
+        raise ServerError(f"{call.where} answered {len(vectors)} embeddings for {len(texts)} inputs")
+    return Embeddings(vectors, tokens, len(vectors[0]) if vectors else 0)

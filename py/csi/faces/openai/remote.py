@@ -11,7 +11,6 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from ...core.backend import ModelInfo
 from ...core.decode import GenerationStats
 from ...core.engine import Engine
 from ...core.remote import Aborted, RemoteCall, RemoteModel
@@ -177,27 +176,27 @@ class _Stream:
         self.usage["completion_tokens"] += completion
 
 
-def _remote(engine: Engine, model: ModelInfo, scope: Scope | None) -> tuple[RemoteModel, RemoteCall]:
-    return engine.remote_call(model, scope)
+def _remote(engine: Engine, model_id: str, scope: Scope | None) -> tuple[RemoteModel, RemoteCall]:
+    return engine.remote_call(model_id, scope)
 
 
-def chat_stream(engine: Engine, req: ChatCompletionRequest, model: ModelInfo, scope: Scope | None,
+def chat_stream(engine: Engine, req: ChatCompletionRequest, model_id: str, scope: Scope | None,
                 include_usage: bool) -> AsyncIterator[ChatCompletionChunk]:
     """The server's chunks, re-made; each choice ends with a ``finish_reason`` (``abort`` when cancelled).
     What the server cannot be asked for is refused here, before anything streams."""
-    remote, call = _remote(engine, model, scope)
+    remote, call = _remote(engine, model_id, scope)
     stream = _Stream(call, "chat/completions", _bodies(req, remote))
-    return _chat_chunks(req, model, remote, stream, include_usage)
+    return _chat_chunks(req, model_id, remote, stream, include_usage)
 
 
-async def _chat_chunks(req: ChatCompletionRequest, model: ModelInfo, remote: RemoteModel, stream: _Stream,
+async def _chat_chunks(req: ChatCompletionRequest, model_id: str, remote: RemoteModel, stream: _Stream,
                        include_usage: bool) -> AsyncIterator[ChatCompletionChunk]:
     legacy = req.functions is not None
     chunk_id, created = "chatcmpl-" + secrets.token_hex(12), int(time.time())
     open_choices = set(range(stream.n))
 
     def chunk(choices: list[ChunkChoice], use: CompletionUsage | None = None) -> ChatCompletionChunk:
-        return ChatCompletionChunk(id=chunk_id, created=created, model=model.model_id, choices=choices, usage=use)
+        return ChatCompletionChunk(id=chunk_id, created=created, model=model_id, choices=choices, usage=use)
 
     pending: ChatCompletionChunk | None = None  # the last finish waits for the usage
     named: set[tuple[int, int]] = set()  # (choice, call) whose id and name went out
@@ -243,7 +242,7 @@ def _finish(reason: str, legacy: bool) -> ChatFinishReason:
     return "function_call" if legacy and out == "tool_calls" else out
 
 
-async def chat(engine: Engine, req: ChatCompletionRequest, model: ModelInfo,
+async def chat(engine: Engine, req: ChatCompletionRequest, model_id: str,
                scope: Scope | None) -> ChatCompletion:
     """The stream collected: per choice its text, calls, log-probabilities and finish."""
     n = req.n or 1
@@ -252,7 +251,7 @@ async def chat(engine: Engine, req: ChatCompletionRequest, model: ModelInfo,
     logprobs: list[list[TokenLogprob]] = [[] for _ in range(n)]
     finish: list[ChatFinishReason] = ["stop"] * n
     use = None
-    async for ch in chat_stream(engine, req, model, scope, include_usage=True):
+    async for ch in chat_stream(engine, req, model_id, scope, include_usage=True):
         use = ch.usage or use
         for c in ch.choices:
             i = c.index
@@ -279,7 +278,7 @@ async def chat(engine: Engine, req: ChatCompletionRequest, model: ModelInfo,
             function_call=FunctionCall(name=made[0][1], arguments=made[0][2]) if legacy and made else None)
         choices.append(Choice(index=i, message=message, finish_reason=finish[i],
                               logprobs=ChoiceLogprobs(content=logprobs[i]) if req.logprobs else None))
-    return ChatCompletion(id="chatcmpl-" + secrets.token_hex(12), created=int(time.time()), model=model.model_id,
+    return ChatCompletion(id="chatcmpl-" + secrets.token_hex(12), created=int(time.time()), model=model_id,
                           choices=choices, usage=use)
 
 
@@ -293,25 +292,25 @@ def _legacy_logprobs(c: dict[str, Any]) -> CompletionLogprobs | None:
                               text_offset=[int(x) for x in lp.get("text_offset") or []])
 
 
-def completion_stream(engine: Engine, req: CompletionRequest, model: ModelInfo, scope: Scope | None,
+def completion_stream(engine: Engine, req: CompletionRequest, model_id: str, scope: Scope | None,
                       include_usage: bool) -> AsyncIterator[Completion]:
     """Text completion chunks from the server, re-made (what it cannot be asked for refused first)."""
     if req.chat_logprobs:
         raise InvalidInputError("a server gives text completions' log-probabilities for `logprobs: <count>`",
                                 "logprobs")
-    remote, call = _remote(engine, model, scope)
+    remote, call = _remote(engine, model_id, scope)
     stream = _Stream(call, "completions", _bodies(req, remote))
-    return _completion_chunks(model, remote, stream, include_usage)
+    return _completion_chunks(model_id, remote, stream, include_usage)
 
 
-async def _completion_chunks(model: ModelInfo, remote: RemoteModel, stream: _Stream,
+async def _completion_chunks(model_id: str, remote: RemoteModel, stream: _Stream,
                              include_usage: bool) -> AsyncIterator[Completion]:
     n = stream.n
     cid, created = "cmpl-" + secrets.token_hex(12), int(time.time())
     open_choices = set(range(n))
 
     def chunk(choices: list[CompletionChoice], use: CompletionUsage | None = None) -> Completion:
-        return Completion(id=cid, created=created, model=model.model_id, choices=choices, usage=use)
+        return Completion(id=cid, created=created, model=model_id, choices=choices, usage=use)
 
     pending: Completion | None = None
     async for event in stream.events():
@@ -345,13 +344,13 @@ def _text_finish(reason: str) -> Literal["stop", "length", "abort"]:
     return "length" if reason == "length" else "abort" if reason == "abort" else "stop"
 
 
-async def completion(engine: Engine, req: CompletionRequest, model: ModelInfo, scope: Scope | None) -> Completion:
+async def completion(engine: Engine, req: CompletionRequest, model_id: str, scope: Scope | None) -> Completion:
     """The stream collected."""
     texts: dict[int, list[str]] = {}
     finish: dict[int, Any] = {}
     lps: dict[int, list[CompletionLogprobs]] = {}
     use = None
-    async for ch in completion_stream(engine, req, model, scope, include_usage=True):
+    async for ch in completion_stream(engine, req, model_id, scope, include_usage=True):
         use = ch.usage or use
         for c in ch.choices:
             texts.setdefault(c.index, []).append(c.text)
@@ -368,5 +367,5 @@ async def completion(engine: Engine, req: CompletionRequest, model: ModelInfo, s
                                     text_offset=[t for p in parts for t in p.text_offset]) if parts else None
         choices.append(CompletionChoice(index=i, text="".join(texts[i]), finish_reason=finish.get(i, "stop"),
                                         logprobs=merged))
-    return Completion(id="cmpl-" + secrets.token_hex(12), created=int(time.time()), model=model.model_id,
+    return Completion(id="cmpl-" + secrets.token_hex(12), created=int(time.time()), model=model_id,
                       choices=choices, usage=use)

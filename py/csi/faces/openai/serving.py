@@ -139,7 +139,7 @@ async def chat_completion_stream(
     include_usage = bool(req.stream_options and req.stream_options.include_usage)
     model = engine.resolve_model(req.model, "chat")
     if model.remote is not None:
-        async for piece in remote.chat_stream(engine, req, model, scope, include_usage):
+        async for piece in remote.chat_stream(engine, req, model.model_id, scope, include_usage):
             yield piece
         return
     gen = engine.generate(req.to_generation_request(), scope)
@@ -191,7 +191,7 @@ async def chat_completion(engine: Engine, req: ChatCompletionRequest, scope: Sco
     """The non-streaming form: the engine's stream, collected once."""
     model = engine.resolve_model(req.model, "chat")
     if model.remote is not None:
-        return await remote.chat(engine, req, model, scope)
+        return await remote.chat(engine, req, model.model_id, scope)
     gen = engine.generate(req.to_generation_request(), scope)
     with_ids = bool(req.return_token_ids)
     with_logprobs = gen.params.sampling.logprobs
@@ -278,7 +278,7 @@ async def completion_stream(
     include_usage = bool(req.stream_options and req.stream_options.include_usage)
     model = engine.resolve_model(req.model, "chat")
     if model.remote is not None:
-        async for piece in remote.completion_stream(engine, req, model, scope, include_usage):
+        async for piece in remote.completion_stream(engine, req, model.model_id, scope, include_usage):
             yield piece
         return
     gen = engine.generate(req.to_generation_request(), scope)
@@ -321,7 +321,7 @@ async def completion(engine: Engine, req: CompletionRequest, scope: Scope | None
     """The non-streaming form: the engine's stream, collected once."""
     model = engine.resolve_model(req.model, "chat")
     if model.remote is not None:
-        return await remote.completion(engine, req, model, scope)
+        return await remote.completion(engine, req, model.model_id, scope)
     gen = engine.generate(req.to_generation_request(), scope)
     results = await gen.collect()
     echo = _echo(engine, req, gen)
