@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 
 from csi.backends.cpython import CPythonBackend
 from csi.backends.local_host import LocalHost
+from csi.backends.local_http import AsyncioHttp
 from csi.runtime import build_runtime
 from csi.worker.app import WorkerApp
 from tests.support.aio import run_async
@@ -16,7 +17,7 @@ from tests.support.fuzz import FuzzLog, budget, fuzz_one, messages
 from tests.support.paths import DIST, MODELS
 
 LOADED = ["all-minilm-l6-v2", "tiny-chat"]
-runtime = build_runtime(CPythonBackend(MODELS), LocalHost(DIST / "lang"))
+runtime = build_runtime(CPythonBackend(MODELS), LocalHost(DIST / "lang"), http=AsyncioHttp())
 run_async(runtime.engine.load(LOADED))
 sent: list[str] = []
 app = WorkerApp(runtime, sent.append)
