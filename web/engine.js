@@ -280,10 +280,11 @@ export class WebWorkerEngine {
     if (refused) throw new EngineError({ name: "InvalidInputError", ...refused });
     const started = performance.now();
     const reports = new LoadProgress(ids.at(-1));
-    const load = { model_ids: ids, device: this.config.device ?? "wasm", hub: this.config.hubMirror ?? null };
+    // the servers go with the load, so the worker starts no download of a model a server serves
+    const load = { model_ids: ids, device: this.config.device ?? "wasm", hub: this.config.hubMirror ?? null,
+      ...(this.config.remotes ? { remotes: remotesWire(this.config.remotes) } : {}) };
     const { timeoutMs, progress } = deadline(options);
     if (this.config.modelAliases) await this.setModelAliases(this.config.modelAliases);
-    if (this.config.remotes) await this.setRemotes(this.config.remotes);
     const result = await this.client.send("load", { request: load }, { timeoutMs, progress: (p) => {
       const report = reports.next(p, (performance.now() - started) / 1000);
       this.config.initProgressCallback?.(report);
@@ -314,20 +315,8 @@ export class WebWorkerEngine {
    * @param {RemoteServer[]} remotes @param {Deadline} [options]
    */
   async setRemotes(remotes, options = {}) {
-    /** @param {any} x */
-    const isObject = (x) => typeof x === "object" && x !== null && !Array.isArray(x);
-    // what is not of the documented shape goes as it is, for the worker to refuse by field
-    /** @type {any[]} */
-    const given = remotes;
-    const request = {
-      remotes: !Array.isArray(given) ? given : given.map((r) => !isObject(r) ? r : {
-        base_url: r.baseURL, api_key: r.apiKey ?? null,
-        ...(r.timeoutMs === undefined ? {} : { timeout_s: r.timeoutMs / 1000 }),
-        models: !Array.isArray(r.models) ? r.models : r.models.map((/** @type {any} */ m) => !isObject(m) ? m
-          : { id: m.id, policy: m.policy ?? "remote", server_model: m.serverModel ?? null }),
-      }),
-    };
-    const result = await this.client.send("set_remotes", { request: /** @type {any} */ (request) }, deadline(options));
+    const request = { remotes: remotesWire(remotes) };
+    const result = await this.client.send("set_remotes", { request }, deadline(options));
     this.config = { ...this.config, remotes };
     return result;
   }
@@ -338,6 +327,24 @@ export class WebWorkerEngine {
     this.forwardFed.clear();
     return this.client.send("unload", {}, deadline(options));
   }
+}
+
+/**
+ * The worker's form of `remotes` (snake_case); what is not of the documented shape goes as it is,
+ * for the worker to refuse by field.
+ * @param {RemoteServer[]} remotes @returns {any}
+ */
+function remotesWire(remotes) {
+  /** @param {any} x */
+  const isObject = (x) => typeof x === "object" && x !== null && !Array.isArray(x);
+  /** @type {any} */
+  const given = remotes;
+  return !Array.isArray(given) ? given : given.map((/** @type {any} */ r) => !isObject(r) ? r : {
+    base_url: r.baseURL, api_key: r.apiKey ?? null,
+    ...(r.timeoutMs === undefined ? {} : { timeout_s: r.timeoutMs / 1000 }),
+    models: !Array.isArray(r.models) ? r.models : r.models.map((/** @type {any} */ m) => !isObject(m) ? m
+      : { id: m.id, policy: m.policy ?? "remote", server_model: m.serverModel ?? null }),
+  });
 }
 
 /**

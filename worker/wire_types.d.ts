@@ -303,6 +303,7 @@ export type LoadRequest = {
   model_ids: string | Array<string>;
   device?: ("wasm" | "webgpu" | "auto") | null;
   hub?: string | null;
+  remotes?: Array<RemoteServer> | null;
 };
 
 /**

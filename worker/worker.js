@@ -56,9 +56,27 @@ function preloadFrom(data) {
   const id = idOf(msg);
   if (msg?.type !== "load" || id === null || !Array.isArray(ids) || typeof device !== "string") return;
   preloadedFor.add(id);
+  const serverOnly = remoteOnlyIds(msg?.request?.remotes);
   SITE_MODELS_LISTED.then(() => {
-    for (const model of ids.slice(0, 4)) if (typeof model === "string") bridge.preload(model, device);
+    for (const model of ids.slice(0, 4)) {
+      if (typeof model === "string" && !serverOnly.has(model)) bridge.preload(model, device);
+    }
   });
+}
+
+/**
+ * The models a load's `remotes` has always served by their server: nothing of them to preload.
+ * @param {unknown} remotes @returns {Set<string>}
+ */
+function remoteOnlyIds(remotes) {
+  const out = new Set();
+  for (const server of Array.isArray(remotes) ? remotes : []) {
+    for (const m of Array.isArray(server?.models) ? server.models : []) {
+      if (typeof m === "string") out.add(m);
+      else if (typeof m?.id === "string" && (m.policy ?? "remote") === "remote") out.add(m.id);
+    }
+  }
+  return out;
 }
 
 /**

@@ -161,3 +161,19 @@ def test_the_v1_endpoint_serves_a_remote_model_to_the_openai_client(remote_page,
     assert out["text"] == reference["choices"][0]["message"]["content"]
     assert out["extra"]["served_by"] == "remote"
     client.close()
+
+
+def test_a_built_in_model_served_by_its_server_downloads_nothing(browser, site_url, llama_server):
+    context, seen = tracked_context(browser)
+    page = context.new_page()
+    page.set_default_timeout(300_000)
+    page.goto(site_url + "web/engine.js")
+    make_engine(page, ["tiny-chat"], [{"baseURL": llama_server.url + "/v1", "models": [
+        {"id": "tiny-chat", "serverModel": llama_server.model}]}])
+    ep = EnginePage(page, seen)
+    out = ep.ok("""const r = await engine.chat.completions.create({messages: arg, max_tokens: 4});
+                   return {extra: r.usage.extra, memory: await engine.memoryStats()};""", ASK)
+    assert out["extra"]["served_by"] == "remote"
+    assert out["memory"]["models"] == 0 and out["memory"]["preloads"] == 0
+    assert not [u for u in seen if "/models/tiny-chat/" in u], "the preload fetched the model's files"
+    context.close()

@@ -10,6 +10,27 @@ from pydantic import Field, JsonValue
 from ..wire import Strict
 
 
+class RemoteModelSpec(Strict):
+    """One model of a server: the id requests use, how it is served, its name on the server."""
+
+    id: str
+    policy: Literal["remote", "prefer-local"] = "remote"
+    """``remote``: always the server; ``prefer-local``: loaded here, the server when that load fails."""
+    server_model: str | None = None
+    """The model's name on the server (``None``: ``id``)."""
+
+
+class RemoteServer(Strict):
+    """An OpenAI-compatible server (llama.cpp, vLLM, ...) and the models it serves."""
+
+    base_url: str
+    """Where its API is, e.g. ``http://127.0.0.1:8080/v1``."""
+    api_key: str | None = None
+    timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
+    """How long to wait for its answer to begin, and between two pieces of it."""
+    models: Annotated[list[str | RemoteModelSpec], Field(min_length=1, max_length=256)]
+
+
 class LoadRequest(Strict):
     """``load``: these models (one id or several), unloading the others."""
 
@@ -18,6 +39,8 @@ class LoadRequest(Strict):
     """Where the models run (``None``: WASM)."""
     hub: str | None = None
     """The base URL of a Hugging Face Hub mirror for models that are not built in."""
+    remotes: list[RemoteServer] | None = None
+    """Servers of remote models, set (as by ``set_remotes``) before the load (``None``: as they are)."""
 
 
 class SkillName(Strict):
@@ -67,27 +90,6 @@ class ModelAliasesRequest(Strict):
     """``set_model_aliases``: model names skills and requests may use -> the loaded model that serves them."""
 
     aliases: dict[str, str]
-
-
-class RemoteModelSpec(Strict):
-    """One model of a server: the id requests use, how it is served, its name on the server."""
-
-    id: str
-    policy: Literal["remote", "prefer-local"] = "remote"
-    """``remote``: always the server; ``prefer-local``: loaded here, the server when that load fails."""
-    server_model: str | None = None
-    """The model's name on the server (``None``: ``id``)."""
-
-
-class RemoteServer(Strict):
-    """An OpenAI-compatible server (llama.cpp, vLLM, ...) and the models it serves."""
-
-    base_url: str
-    """Where its API is, e.g. ``http://127.0.0.1:8080/v1``."""
-    api_key: str | None = None
-    timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
-    """How long to wait for its answer to begin, and between two pieces of it."""
-    models: Annotated[list[str | RemoteModelSpec], Field(min_length=1, max_length=256)]
 
 
 class RemotesRequest(Strict):

@@ -102,6 +102,8 @@ class Route:
 async def _load(c: Call, r: LoadRequest) -> dict[str, Any]:
     """``load``: one model id or several, loaded together (replacing the others)."""
     started = time.perf_counter()
+    if r.remotes is not None:
+        await remotes.set_remotes(c.runtime.engine, RemotesRequest(remotes=r.remotes))
     ids = [r.model_ids] if isinstance(r.model_ids, str) else r.model_ids
     infos = await c.runtime.engine.load(ids, r.device or "wasm", c.progress, r.hub)
     return {"models": [vars(i) for i in infos], "load_s": time.perf_counter() - started}
