@@ -469,17 +469,26 @@ function fromEngine(e) {
 }
 
 /**
- * Make this facade `globalThis.LanguageModel` where the browser has none of its own, and
- * configure it (see {@link LanguageModel.configure}). Returns the `LanguageModel` the page now has:
- * the browser's, left as it is, or this one.
- * @param {FacadeConfig} [config]
- * @returns {any}
+ * Make this facade `globalThis.LanguageModel` where the browser has no usable one of its own, and
+ * configure it (see {@link LanguageModel.configure}). `replace` says when a browser's own
+ * LanguageModel gives way: "unavailable" (the default: when its `availability()` says
+ * "unavailable", e.g. Chromium without Google's model), "never", or "always". Resolves to the
+ * `LanguageModel` the page now has: the browser's, left as it is, or this one.
+ * @param {FacadeConfig} [config] @param {{replace?: "unavailable"|"never"|"always"}} [options]
+ * @returns {Promise<any>}
  */
-export function installLanguageModel(config) {
+export async function installLanguageModel(config, options = {}) {
+  const replace = options.replace ?? "unavailable";
+  if (!["unavailable", "never", "always"].includes(replace)) {
+    throw new TypeError('replace must be "unavailable", "never" or "always"');
+  }
   if (config !== undefined) LanguageModel.configure(config);
   const g = /** @type {any} */ (globalThis);
-  if (typeof g.LanguageModel === "undefined") {
-    Object.defineProperty(g, "LanguageModel", { value: LanguageModel, writable: true, configurable: true });
+  const native = g.LanguageModel;
+  let install = native === undefined || native === LanguageModel || replace === "always";
+  if (!install && replace === "unavailable") {
+    install = await Promise.resolve().then(() => native.availability()).then((a) => a === "unavailable", () => true);
   }
+  if (install) Object.defineProperty(g, "LanguageModel", { value: LanguageModel, writable: true, configurable: true });
   return g.LanguageModel;
 }

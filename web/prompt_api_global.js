@@ -1,6 +1,6 @@
 // @ts-check
-// The Prompt API facade as `globalThis.LanguageModel`, where the browser has none of its own, for
-// apps that use the global unchanged:
+// The Prompt API facade as `globalThis.LanguageModel`, where the browser has no usable one of its
+// own (none, or one whose availability() is "unavailable"), for apps that use the global unchanged:
 //
 //   <script type="module" src="/web/prompt_api_global.js?model=smollm2-135m-instruct"></script>
 //
@@ -22,4 +22,4 @@ if (device) config.device = /** @type {any} */ (device);
 if (languages) config.languages = languages.split(",").map((l) => l.trim()).filter(Boolean);
 if (maxTokens) config.maxTokens = Number(maxTokens);
 
-installLanguageModel(config);
+await installLanguageModel(config);
