@@ -143,6 +143,17 @@ export class WebWorkerEngine {
     return this.client.send(type, body, handlers);
   }
 
+  /**
+   * A conversation's token ids as the model's chat template renders them (generation prompt
+   * added, then the tokens of `prefix`, the start of the reply), and their `count`; nothing is
+   * generated. `token_ids` is null when they do not fit the model's `context_window`.
+   * @param {import("../worker/wire_types.js").ChatTokensRequest} request @param {Deadline} [options]
+   * @returns {Promise<import("../worker/wire_types.js").ChatTokens>}
+   */
+  chatTokens(request, options = {}) {
+    return this.client.send("chat_tokens", { request }, deadline(options));
+  }
+
   /** Calls sent and not yet settled (0 once every call has settled). */
   get pendingCount() {
     return this.client.pendingCount;

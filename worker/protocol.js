@@ -19,7 +19,7 @@
  *   Message type -> its `request`, generated from the Python routes' pydantic models
  *   (worker/wire_types.d.ts): the one definition of every message body.
  *
- * @typedef {"load" | "chat" | "completion" | "embeddings" | "csi_complete" | "csi_chat" | "llm_infer"
+ * @typedef {"load" | "chat" | "completion" | "embeddings" | "chat_tokens" | "csi_complete" | "csi_chat" | "llm_infer"
  *   | "llm_embeddings" | "remote_generate" | "remote_llm_type" | "remote_guts" | "csi_chunk"
  *   | "csi_chunk_with_offsets" | "csi_select_language" | "csi_search" | "csi_documents"
  *   | "csi_document_metadata" | "index_delete" | "index_list" | "index_drop" | "index_create" | "index_put"
@@ -32,6 +32,8 @@
  *     `ready` per model. Result: {@link LoadResult}.
  *   - `chat`, `completion`: OpenAI-style requests; with `stream: true` the worker pushes one `chunk`
  *     reply per chunk, then a `result` with null; otherwise one `result` with the whole response.
+ *   - `chat_tokens`: a conversation's token ids as the chat template renders them (generation
+ *     prompt added, then `prefix`'s tokens), and their count; nothing is generated.
  *   - `index_create`: progress while existing documents are indexed ({@link IndexProgress});
  *     `index_put`: progress after each committed batch ({@link IndexPutProgress}).
  *   - `skills_register`: `time_limit_ms` is how long the skill's module may take to load;
@@ -174,6 +176,7 @@ export const ROUTES = Object.freeze(/** @satisfies {Record<MessageType, Mode>} *
   chat: "stream",
   completion: "stream",
   embeddings: "whole",
+  chat_tokens: "whole",
   csi_complete: "whole",
   csi_chat: "whole",
   llm_infer: "whole",

@@ -106,6 +106,12 @@ export type ChatResponseFormat = {
   json_schema?: JsonSchemaSpec | null;
 };
 
+export type ChatTokensRequest = {
+  model?: string | null;
+  messages: Array<TextTurn>;
+  prefix?: string | null;
+};
+
 export type ChunkBatch = {
   requests: Array<ChunkRequest>;
 };
@@ -532,6 +538,14 @@ export type TextItem = {
 };
 
 /**
+ * One text turn of a conversation.
+ */
+export type TextTurn = {
+  role: "system" | "user" | "assistant";
+  content: string;
+};
+
+/**
  * pharia:skill@0.4's tool: a function with a JSON Schema for its arguments.
  */
 export type Tool = {
@@ -586,6 +600,7 @@ export interface Requests {
   chat: ChatCompletionRequest;
   completion: OpenAICompletionRequest;
   embeddings: EmbeddingRequest;
+  chat_tokens: ChatTokensRequest;
   csi_complete: CompleteBatch["requests"];
   csi_chat: ChatBatch["requests"];
   csi_chunk: ChunkBatch["requests"];
@@ -648,6 +663,13 @@ export type ChatCompletionMessage = {
   content: string | null;
   tool_calls?: Array<ToolCallOut> | null;
   function_call?: FunctionCall | null;
+};
+
+export type ChatTokens = {
+  model: string;
+  token_ids: Array<number> | null;
+  count: number;
+  context_window: number;
 };
 
 export type Choice = {
@@ -808,6 +830,7 @@ export interface Results {
   chat: ChatCompletion;
   completion: Completion;
   embeddings: CreateEmbeddingResponse;
+  chat_tokens: ChatTokens;
 }
 
 /**

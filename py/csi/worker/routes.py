@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from ..core.scope import Scope
 from ..errors import InvalidInputError
-from ..faces import remote_llm, spin
+from ..faces import chat_tokens, remote_llm, spin
 from ..faces.openai import protocol as openai_protocol
 from ..faces.openai import responses
 from ..faces.openai import serving as openai
@@ -146,6 +146,9 @@ ROUTES: dict[str, Route] = {
                         openai_protocol.CompletionRequest, reply=responses.Completion, chunk=responses.Completion),
     "embeddings": Route(lambda c, r: openai.embeddings(c.runtime.engine, r, c.scope), "whole",
                         openai_protocol.EmbeddingRequest, reply=responses.CreateEmbeddingResponse),
+    # the Prompt API facade (web/prompt_api.js): a conversation's tokens, nothing generated
+    "chat_tokens": Route(lambda c, r: chat_tokens.chat_tokens(c.runtime.engine, r, c.scope), "whole",
+                         chat_tokens.ChatTokensRequest, reply=chat_tokens.ChatTokens),
     # CSI inference, chunking, language, document index (seed 001)
     "csi_complete": Route(lambda c, r: inference.complete(c.runtime.engine, r, c.scope), "whole",
                           inference.CompleteBatch, "requests"),

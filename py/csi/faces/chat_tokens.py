@@ -1,0 +1,76 @@
+"""``chat_tokens``: a conversation's token ids as the model's chat template renders them.
+
+The Prompt API facade (web/prompt_api.js) measures a session's context usage with it, and prompts
+with the ids it returns (as a completion's token prompt), which lets a reply continue an assistant
+prefix (``prefix: true``) and follow a conversation that ends with an assistant turn.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from ..core.engine import Engine
+from ..core.request import ChatMessage, GenerationRequest
+from ..core.scope import Scope
+from ..errors import ContextWindowExceededError, InvalidInputError, blame
+from ..wire import Strict
+
+
+class TextTurn(Strict):
+    """One text turn of a conversation."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class ChatTokensRequest(Strict):
+    model: str | None = None
+    messages: Annotated[list[TextTurn], Field(min_length=1)]
+    """Rendered with the generation prompt added (the assistant's turn opened)."""
+    prefix: str | None = None
+    """The start of the assistant's reply: its tokens follow the generation prompt."""
+
+
+class ChatTokens(BaseModel):
+    model: str
+    token_ids: list[int] | None
+    """``None`` when the conversation does not fit the context window (see ``count``)."""
+    count: int
+    """How many tokens the conversation takes (at least ``context_window`` when it does not fit)."""
+    context_window: int
+
+
+_TOO_LONG = re.compile(r"has (\d+) tokens")
+
+
+async def chat_tokens(engine: Engine, req: ChatTokensRequest, scope: Scope | None = None) -> ChatTokens:
+    """Render ``req.messages`` (the engine checks the model and the window; nothing is generated)."""
+    messages = tuple(ChatMessage(m.role, m.content) for m in req.messages)
+    try:
+        gen = engine.generate(GenerationRequest(model=req.model, messages=messages), scope)
+    except ContextWindowExceededError as exc:
+        model = engine.resolve_model(req.model, "chat")
+        found = _TOO_LONG.search(str(exc))
+        count = max(int(found.group(1)) if found else 0, model.context_length)
+        return ChatTokens(model=model.model_id, token_ids=None, count=count, context_window=model.context_length)
+    ids = list(gen.prompt_ids)
+    if req.prefix:
+        with blame("prefix"):
+            ids += _text_ids(engine, gen.model.model_id, req.prefix, scope)
+    window = gen.model.context_length
+    if len(ids) >= window:
+        return ChatTokens(model=gen.model.model_id, token_ids=None, count=len(ids), context_window=window)
+    return ChatTokens(model=gen.model.model_id, token_ids=ids, count=len(ids), context_window=window)
+
+
+def _text_ids(engine: Engine, model: str, text: str, scope: Scope | None) -> list[int]:
+    """``text``'s tokens, without the special tokens the tokenizer adds to a whole prompt."""
+    ids = list(engine.generate(GenerationRequest(model=model, prompt=text), scope).prompt_ids)
+    try:
+        added = list(engine.generate(GenerationRequest(model=model, prompt=""), scope).prompt_ids)
+    except InvalidInputError:  # nothing added: the empty prompt stays empty
+        added = []
+    return ids[len(added):] if ids[:len(added)] == added else ids

@@ -1,0 +1,494 @@
+// @ts-check
+// Chrome's Prompt API (`LanguageModel`, webmachinelearning/prompt-api) over a csi-web engine, so an
+// app written for Chrome's built-in AI runs in any browser with WebAssembly, on a model it chooses.
+//
+//   import { LanguageModel } from "/web/prompt_api.js";
+//   LanguageModel.configure({ model: "smollm2-135m-instruct" });    // optional: this is the default
+//   const session = await LanguageModel.create({ initialPrompts: [{ role: "system", content: "Be brief." }] });
+//   console.log(await session.prompt("What is the capital of France?"));
+//
+// Or, to run an app that uses the global unchanged, where the browser has no LanguageModel of its own:
+//   import { installLanguageModel } from "/web/prompt_api.js";  installLanguageModel({ model: "..." });
+//   (or <script type="module" src="/web/prompt_api_global.js?model=..."></script>)
+//
+// Each session keeps its own conversation; every prompt sends it whole, and the engine keeps the
+// KV cache of the longest prefix it already ran, so a session's next prompt runs only its new
+// tokens (while no other session used the model in between). Options a model cannot honor
+// (images, audio, tools, languages it does not read) are refused as the spec says.
+
+import {
+  canonicalPrompt, coreOptions, domError, languagesSupported, MAX_TEMPERATURE, MAX_TOP_K, quotaExceeded,
+  responseConstraint, SAMPLING_MODES, withGuidance,
+} from "./prompt_api_input.js";
+import { EngineSource } from "./prompt_api_engine.js";
+
+/**
+ * @typedef {import("./prompt_api_input.js").TextMessage} TextMessage
+ * @typedef {import("./prompt_api_input.js").Constraint} Constraint
+ * @typedef {import("./prompt_api_input.js").SamplingMode} SamplingMode
+ * @typedef {import("./prompt_api_input.js").Expected} Expected
+ * @typedef {import("./prompt_api_engine.js").FacadeConfig} FacadeConfig
+ * @typedef {import("./prompt_api_engine.js").Availability} Availability
+ * @typedef {import("./engine.js").WebWorkerEngine} WebWorkerEngine
+ * @typedef {{responseConstraint?: object, omitResponseConstraintInput?: boolean, signal?: AbortSignal}} PromptOptions
+ * @typedef {{engine: WebWorkerEngine, model: string, window: number, maxTokens: number|undefined,
+ *            initial: TextMessage[], turns: TextMessage[][], usage: number, temperature: number, topK: number,
+ *            samplingMode: SamplingMode|null, expectedInputs: Expected[], expectedOutputs: Expected[]}} SessionState
+ */
+
+const source = new EngineSource();
+const CONSTRUCTING = Symbol("LanguageModel.create");
+
+/**
+ * A Prompt API session: a conversation with the configured model (see {@link LanguageModel.configure}).
+ * Create it with `LanguageModel.create(options)`.
+ */
+export class LanguageModel extends EventTarget {
+  /** @type {SessionState} */
+  #s;
+  /** @type {Promise<unknown>} the session's operations run one after the other */
+  #queue = Promise.resolve();
+  #destroyer = new AbortController();
+  /** @type {((this: LanguageModel, ev: Event) => any)|null} */
+  oncontextoverflow = null;
+  /** @type {((this: LanguageModel, ev: Event) => any)|null} the deprecated name of `oncontextoverflow`'s event */
+  onquotaoverflow = null;
+
+  /** @param {symbol} token @param {SessionState} state */
+  constructor(token, state) {
+    super();
+    if (token !== CONSTRUCTING) throw new TypeError("Illegal constructor: use LanguageModel.create()");
+    this.#s = state;
+  }
+
+  /**
+   * Choose the model (and engine) of the sessions created from now on; csi-web's own, not the
+   * Prompt API's. Without a call, sessions use the built-in `smollm2-135m-instruct` on WASM, in a
+   * worker the facade creates on the first `create()`.
+   * @param {FacadeConfig} config
+   */
+  static configure(config = {}) {
+    if (!config || typeof config !== "object") throw new TypeError("the configuration is an object");
+    const { model, engine, device, languages, maxTokens } = config;
+    if (model !== undefined && (typeof model !== "string" || !model)) throw new TypeError("model must be a model id");
+    if (engine !== undefined && typeof engine?.chatTokens !== "function") {
+      throw new TypeError("engine must be a csi-web engine (web/engine.js)");
+    }
+    if (device !== undefined && !["wasm", "webgpu", "auto"].includes(device)) {
+      throw new TypeError('device must be "wasm", "webgpu" or "auto"');
+    }
+    if (maxTokens !== undefined && !(Number.isSafeInteger(maxTokens) && maxTokens > 0)) {
+      throw new TypeError("maxTokens must be a positive integer");
+    }
+    const canonical = languages === undefined ? undefined : Intl.getCanonicalLocales(languages);
+    source.configure({ model, engine, device, languages: canonical, maxTokens });
+  }
+
+  /**
+   * Whether sessions with these options can be created: "available", "downloading" (after the
+   * load under way), "downloadable" (after loading the model) or "unavailable".
+   * @param {any} [options] `expectedInputs`, `expectedOutputs`, `samplingMode`, `temperature`, `topK`, `tools`
+   * @returns {Promise<Availability>}
+   */
+  static async availability(options = {}) {
+    return refusal(coreOptions(options)) ? "unavailable" : source.availability();
+  }
+
+  /**
+   * The sampling limits and defaults (the Prompt API's experimental `params()`); null when no
+   * session can be created.
+   * @returns {Promise<{defaultTopK: number, maxTopK: number, defaultTemperature: number, maxTemperature: number}|null>}
+   */
+  static async params() {
+    if ((await source.availability()) === "unavailable") return null;
+    const { temperature, topK } = SAMPLING_MODES.balanced;
+    return Object.freeze({ defaultTopK: topK, maxTopK: MAX_TOP_K, defaultTemperature: temperature,
+      maxTemperature: MAX_TEMPERATURE });
+  }
+
+  /**
+   * A new session. Besides the Prompt API's options (`initialPrompts`, `monitor`, `signal`,
+   * `expectedInputs`, `expectedOutputs`, `samplingMode`, `temperature`, `topK`), csi-web takes
+   * `engine` (and `model`): an engine the app made, instead of the configured one.
+   * @param {any} [options]
+   * @returns {Promise<LanguageModel>}
+   */
+  static async create(options = {}) {
+    const core = coreOptions(options);
+    const signal = /** @type {AbortSignal|undefined} */ (options?.signal);
+    signal?.throwIfAborted();
+    const initial = options.initialPrompts === undefined ? [] : canonicalPrompt(options.initialPrompts, false);
+    if (initial.some((m) => m.prefix)) {
+      throw domError("NotSupportedError", "a prefix starts a reply: send it with prompt(), not in initialPrompts");
+    }
+    const from = options.engine === undefined ? source : appSource(options.engine, options.model);
+    const why = refusal(core, from.languages);
+    if (why || (await from.availability()) === "unavailable") {
+      throw domError("NotSupportedError", why ?? `the model ${from.model ?? ""} cannot be used here`);
+    }
+    const monitor = createMonitor(options.monitor);
+    monitor.report(0);
+    const engine = await abortable(from.acquire(monitor.report), signal).catch((e) => {
+      throw fromEngine(e);
+    });
+    monitor.report(1);
+    const probe = await abortable(engine.chatTokens({
+      model: from.model ?? null, messages: wire(initial.length ? initial : [{ role: "user", content: "", prefix: false }]),
+    }), signal).catch((e) => {
+      throw fromEngine(e);
+    });
+    if (initial.length && probe.token_ids === null) {
+      throw quotaExceeded(`the initial prompts take ${probe.count} tokens; the context window holds ${probe.context_window}`,
+        probe.count, probe.context_window);
+    }
+    if (probe.token_ids && initial.length) await abortable(prefill(engine, probe.model, probe.token_ids, signal), signal);
+    return new LanguageModel(CONSTRUCTING, {
+      engine, model: probe.model, window: probe.context_window, maxTokens: from.config.maxTokens,
+      initial, turns: [], usage: initial.length ? probe.count : 0, ...core.sampling,
+      samplingMode: core.samplingMode, expectedInputs: core.expectedInputs, expectedOutputs: core.expectedOutputs,
+    });
+  }
+
+  get contextUsage() { return this.#s.usage; }
+  get contextWindow() { return this.#s.window; }
+  /** The deprecated name of `contextUsage`. */
+  get inputUsage() { return this.#s.usage; }
+  /** The deprecated name of `contextWindow`. */
+  get inputQuota() { return this.#s.window; }
+  get topK() { return this.#s.topK; }
+  get temperature() { return this.#s.temperature; }
+  /** The sampling mode the session was created with (null when it was given `temperature`/`topK`). */
+  get samplingMode() { return this.#s.samplingMode; }
+
+  /**
+   * The model's reply to `input` (a string, or messages), added to the conversation.
+   * @param {unknown} input @param {PromptOptions} [options]
+   * @returns {Promise<string>}
+   */
+  async prompt(input, options = {}) {
+    const prepared = this.#prepare(input, options, true);
+    return this.#enqueue((signal) => this.#generate(prepared, signal, null), options.signal);
+  }
+
+  /**
+   * The reply as a stream of text chunks, each the text new since the one before.
+   * @param {unknown} input @param {PromptOptions} [options]
+   * @returns {ReadableStream<string>}
+   */
+  promptStreaming(input, options = {}) {
+    this.#alive();
+    /** @type {ReadableStreamDefaultController<string>} */
+    let out;
+    const stream = new ReadableStream({ start: (c) => { out = c; } });
+    Promise.resolve()
+      .then(() => this.#prepare(input, options, true))
+      .then((prepared) => this.#enqueue((signal) => this.#generate(prepared, signal, (t) => out.enqueue(t)), options.signal))
+      .then(() => out.close(), (e) => out.error(e));
+    return stream;
+  }
+
+  /**
+   * Add messages to the conversation without asking for a reply (the model reads them now, so the
+   * next prompt starts sooner).
+   * @param {unknown} input @param {{signal?: AbortSignal}} [options]
+   * @returns {Promise<undefined>}
+   */
+  async append(input, options = {}) {
+    const { messages } = this.#prepare(input, {}, false);
+    if (messages.some((m) => m.prefix)) {
+      throw domError("NotSupportedError", "a prefix starts a reply: send it with prompt(), not append()");
+    }
+    return this.#enqueue(async (signal) => {
+      const fit = await this.#fit(messages, null, signal);
+      await prefill(this.#s.engine, this.#s.model, fit.ids, signal);
+      this.#s.turns.push(messages);
+      this.#s.usage = fit.count;
+      return undefined;
+    }, options.signal);
+  }
+
+  /**
+   * How much of the context window `input` would take (tokens, control tokens included), as
+   * prompt() would send it after this session's conversation.
+   * @param {unknown} input @param {PromptOptions} [options]
+   * @returns {Promise<number>}
+   */
+  async measureContextUsage(input, options = {}) {
+    const { messages, prefix } = this.#prepare(input, options, true);
+    return this.#enqueue(async (signal) => {
+      const history = this.#history();
+      const count = (/** @type {TextMessage[]} */ ms, /** @type {string|null} */ p) =>
+        this.#tokens(ms, p, signal).then((r) => r.count);
+      const before = history.length ? await count(history, null) : 0;
+      return (await count([...history, ...messages], prefix)) - before;
+    }, options.signal);
+  }
+
+  /** The deprecated name of {@link measureContextUsage}. @param {unknown} input @param {PromptOptions} [options] */
+  measureInputUsage(input, options = {}) {
+    return this.measureContextUsage(input, options);
+  }
+
+  /**
+   * A new session with this one's options and conversation so far, which then goes its own way.
+   * @param {{signal?: AbortSignal}} [options]
+   * @returns {Promise<LanguageModel>}
+   */
+  async clone(options = {}) {
+    this.#alive();
+    return this.#enqueue(async () => new LanguageModel(CONSTRUCTING, {
+      ...this.#s, initial: [...this.#s.initial], turns: this.#s.turns.map((t) => [...t]),
+    }), options.signal);
+  }
+
+  /** End the session: calls under way reject with an AbortError, later ones with an InvalidStateError. */
+  destroy() {
+    this.#destroyer.abort(domError("AbortError", "the session was destroyed"));
+  }
+
+  /** @param {unknown} input @param {PromptOptions} options @param {boolean} prompting */
+  #prepare(input, options, prompting) {
+    this.#alive();
+    if (!options || typeof options !== "object") throw new TypeError("the options must be an object");
+    const given = options.responseConstraint !== undefined && options.responseConstraint !== null;
+    if (options.omitResponseConstraintInput && !given) {
+      throw new TypeError("omitResponseConstraintInput needs a responseConstraint");
+    }
+    const constraint = given ? responseConstraint(options.responseConstraint) : null;
+    let messages = canonicalPrompt(input, this.#s.usage > 0 || this.#s.turns.length > 0);
+    if (constraint && !options.omitResponseConstraintInput) messages = withGuidance(messages, constraint.guidance);
+    const last = messages[messages.length - 1];
+    const prefix = prompting && last.prefix ? last.content : null;
+    return { messages: prefix === null ? messages : messages.slice(0, -1), prefix, constraint };
+  }
+
+  /**
+   * Run one prompt: fit it in the window, stream the reply (to `chunk`), then keep the turn.
+   * @param {{messages: TextMessage[], prefix: string|null, constraint: Constraint|null}} p
+   * @param {AbortSignal} signal @param {((text: string) => void)|null} chunk
+   */
+  async #generate({ messages, prefix, constraint }, signal, chunk) {
+    const s = this.#s;
+    const fit = await this.#fit(messages, prefix, signal);
+    const room = s.window - fit.count;
+    const request = {
+      model: s.model, prompt: fit.ids, stream: /** @type {const} */ (true), stream_options: { include_usage: true },
+      max_tokens: Math.min(room, s.maxTokens ?? room), temperature: s.temperature, top_k: s.topK,
+      ...(constraint ? { response_format: constraint.format } : {}),
+    };
+    let text = "";
+    let finish = null;
+    let generated = 0;
+    try {
+      for await (const c of await s.engine.completions.create(request, { signal })) {
+        const choice = c.choices?.[0];
+        if (choice?.text) {
+          text += choice.text;
+          chunk?.(choice.text);
+        }
+        if (choice?.finish_reason) finish = choice.finish_reason;
+        if (c.usage) generated = c.usage.completion_tokens;
+      }
+    } catch (e) {
+      signal.throwIfAborted();
+      throw fromEngine(e);
+    }
+    signal.throwIfAborted();
+    if (finish === "abort") throw domError("AbortError", "the prompt was aborted");
+    if (constraint && finish !== "stop") {
+      throw domError("SyntaxError", "the reply ran out of room before it satisfied the response constraint");
+    }
+    s.turns.push([...messages, { role: "assistant", content: (prefix ?? "") + text, prefix: false }]);
+    s.usage = fit.count + generated;
+    return text;
+  }
+
+  /**
+   * The token ids of the conversation with `messages` after it, dropping the oldest turns (never
+   * the initial prompts) until it fits; a QuotaExceededError, and nothing dropped, when it cannot.
+   * @param {TextMessage[]} messages @param {string|null} prefix @param {AbortSignal} signal
+   * @returns {Promise<{ids: number[], count: number}>}
+   */
+  async #fit(messages, prefix, signal) {
+    const s = this.#s;
+    let kept = s.turns;
+    for (;;) {
+      const r = await this.#tokens([...s.initial, ...kept.flat(), ...messages], prefix, signal);
+      if (r.token_ids !== null && r.count < r.context_window) {
+        if (kept !== s.turns) {
+          s.turns = kept;
+          this.#overflowed();
+        }
+        return { ids: r.token_ids, count: r.count };
+      }
+      if (!kept.length) {
+        throw quotaExceeded(`the prompt needs ${r.count} tokens of context; the window holds ${r.context_window}`,
+          r.count, r.context_window);
+      }
+      kept = kept.slice(1);
+    }
+  }
+
+  /** @param {TextMessage[]} messages @param {string|null} prefix @param {AbortSignal} signal */
+  async #tokens(messages, prefix, signal) {
+    const list = messages.length ? messages : [{ role: /** @type {const} */ ("user"), content: "", prefix: false }];
+    const r = await this.#s.engine.chatTokens({ model: this.#s.model, messages: wire(list), prefix })
+      .catch((e) => { throw fromEngine(e); });
+    signal.throwIfAborted();
+    return r;
+  }
+
+  #history() {
+    return [...this.#s.initial, ...this.#s.turns.flat()];
+  }
+
+  #overflowed() {
+    for (const type of ["contextoverflow", "quotaoverflow"]) {
+      const event = new Event(type);
+      this.dispatchEvent(event);
+      const handler = type === "contextoverflow" ? this.oncontextoverflow : this.onquotaoverflow;
+      handler?.call(this, event);
+    }
+  }
+
+  #alive() {
+    if (this.#destroyer.signal.aborted) throw domError("InvalidStateError", "the session was destroyed");
+  }
+
+  /**
+   * Run `work` after the session's earlier operations; it rejects at once when `signal` aborts or
+   * the session is destroyed (a queued operation then never runs).
+   * @template T @param {(signal: AbortSignal) => Promise<T>} work @param {AbortSignal|undefined} signal
+   * @returns {Promise<T>}
+   */
+  #enqueue(work, signal) {
+    this.#alive();
+    const both = signal ? AbortSignal.any([this.#destroyer.signal, signal]) : this.#destroyer.signal;
+    both.throwIfAborted();
+    const run = this.#queue.then(() => {
+      both.throwIfAborted();
+      return work(both);
+    });
+    this.#queue = run.catch(() => {});
+    return abortable(run, both);
+  }
+}
+
+/**
+ * Why the model cannot honor these options (null: it can): it reads and writes text only, in
+ * `languages`, and calls no tools.
+ * @param {ReturnType<typeof coreOptions>} core @param {string[]} [languages]
+ * @returns {string|null}
+ */
+function refusal(core, languages = source.languages) {
+  if (core.tools) return "tools are not supported: csi-web's Prompt API facade does not call tools";
+  for (const [list, what] of /** @type {const} */ ([[core.expectedInputs, "reads"], [core.expectedOutputs, "writes"]])) {
+    for (const e of list) {
+      if (e.type !== "text") return `the model ${what} text only, not ${e.type}`;
+      if (e.languages && !languagesSupported(e.languages, languages)) {
+        return `the model ${what} ${languages.join(", ")}, not all of ${e.languages.join(", ")}`;
+      }
+    }
+  }
+  return null;
+}
+
+/** An engine source for one `create()` given an app's engine. @param {any} engine @param {any} model */
+function appSource(engine, model) {
+  const one = new EngineSource();
+  if (typeof engine?.chatTokens !== "function") throw new TypeError("engine must be a csi-web engine (web/engine.js)");
+  one.configure({ ...source.config, engine, model });
+  return one;
+}
+
+/**
+ * The `monitor` callback's target, which receives `downloadprogress` events (loaded 0 to 1,
+ * total 1, never backwards; 0 and 1 always come).
+ * @param {unknown} monitor
+ */
+function createMonitor(monitor) {
+  if (monitor !== undefined && typeof monitor !== "function") throw new TypeError("monitor must be a function");
+  const target = Object.assign(new EventTarget(), { ondownloadprogress: /** @type {((e: ProgressEvent) => any)|null} */ (null) });
+  monitor?.(target);
+  let last = -1;
+  return {
+    report: (/** @type {number} */ fraction) => {
+      if (fraction <= last) return;
+      last = fraction;
+      const event = new ProgressEvent("downloadprogress", { loaded: fraction, total: 1, lengthComputable: true });
+      target.dispatchEvent(event);
+      target.ondownloadprogress?.call(target, event);
+    },
+  };
+}
+
+/**
+ * Run `ids` through the model so that its KV cache holds them (one token is generated and dropped).
+ * @param {WebWorkerEngine} engine @param {string} model @param {number[]} ids @param {AbortSignal|undefined} signal
+ */
+async function prefill(engine, model, ids, signal) {
+  await engine.completions.create({ model, prompt: ids, max_tokens: 1, temperature: 0 }, { signal })
+    .catch((e) => { throw fromEngine(e); });
+  signal?.throwIfAborted();
+}
+
+/** @param {TextMessage[]} messages */
+const wire = (messages) => messages.map(({ role, content }) => ({ role, content }));
+
+/**
+ * `promise`, or its signal's abort reason as soon as it aborts.
+ * @template T @param {Promise<T>} promise @param {AbortSignal|undefined} signal
+ * @returns {Promise<T>}
+ */
+function abortable(promise, signal) {
+  if (!signal) return promise;
+  return new Promise((resolve, reject) => {
+    const stop = () => reject(signal.reason);
+    if (signal.aborted) stop();
+    signal.addEventListener("abort", stop, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", stop));
+  });
+}
+
+/**
+ * An engine's error as the Prompt API names it (the engine's error stays as `cause`).
+ * @param {any} e
+ * @returns {Error}
+ */
+function fromEngine(e) {
+  if (e instanceof DOMException || e instanceof TypeError || e instanceof RangeError) return e;
+  const name = String(e?.name ?? "");
+  const param = String(e?.param ?? "");
+  const mapped = param.startsWith("response_format") || name === "ModelNotSupportedError" ? "NotSupportedError"
+    : name === "ModelLoadError" ? "NetworkError"
+      : name === "TimeoutError" ? "TimeoutError" : "UnknownError";
+  if (name === "ContextWindowExceededError") return quotaExceeded(String(e.message), NaN, NaN);
+  const out = domError(mapped, `${name ? `${name}: ` : ""}${e?.message ?? e}`);
+  Object.defineProperty(out, "cause", { value: e });
+  return out;
+}
+
+/**
+ * Make this facade `globalThis.LanguageModel` where the browser has no usable one of its own, and
+ * configure it (see {@link LanguageModel.configure}). `replace` says when a browser's own
+ * LanguageModel gives way: "unavailable" (the default: when its `availability()` says
+ * "unavailable", e.g. Chromium without Google's model), "never", or "always". Resolves to the
+ * `LanguageModel` the page now has: the browser's, left as it is, or this one.
+ * @param {FacadeConfig} [config] @param {{replace?: "unavailable"|"never"|"always"}} [options]
+ * @returns {Promise<any>}
+ */
+export async function installLanguageModel(config, options = {}) {
+  const replace = options.replace ?? "unavailable";
+  if (!["unavailable", "never", "always"].includes(replace)) {
+    throw new TypeError('replace must be "unavailable", "never" or "always"');
+  }
+  if (config !== undefined) LanguageModel.configure(config);
+  const g = /** @type {any} */ (globalThis);
+  const native = g.LanguageModel;
+  let install = native === undefined || native === LanguageModel || replace === "always";
+  if (!install && replace === "unavailable") {
+    install = await Promise.resolve().then(() => native.availability()).then((a) => a === "unavailable", () => true);
+  }
+  if (install) Object.defineProperty(g, "LanguageModel", { value: LanguageModel, writable: true, configurable: true });
+  return g.LanguageModel;
+}
