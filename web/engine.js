@@ -13,6 +13,7 @@
 
 import { ChatStates } from "./chat_state.js";
 import { EngineError } from "./engine_error.js";
+import { remotesWire } from "./client/remotes.js";
 import { deadline, settleOnly } from "./client/calls.js";
 import { csiApi } from "./client/csi_api.js";
 import { indexApi } from "./client/index_api.js";
@@ -65,13 +66,7 @@ import { WorkerClient } from "./client/worker_client.js";
  *   `https://huggingface.co/`), laid out as the Hub: `<hubMirror><org>/<name>/resolve/main/<file>`.
  *   `remotes`: OpenAI-compatible servers (llama.cpp, vLLM, ...) and the models they serve, e.g.
  *   `[{baseURL: "http://127.0.0.1:8080/v1", apiKey: "...", models: ["qwen2.5-7b-instruct"]}]`; see `setRemotes`.
- * @typedef {{id: string, policy?: "remote"|"prefer-local", serverModel?: string}} RemoteModelSpec
- *   A model of a server: the id requests use; `policy` "remote" (the default: always the server) or
- *   "prefer-local" (loaded in the browser; the server when that load fails); its name on the server.
- * @typedef {{baseURL: string, apiKey?: string|null, timeoutMs?: number,
- *            models: Array<string|RemoteModelSpec>}} RemoteServer
- *   A server: where its API is (e.g. `http://127.0.0.1:8080/v1`), its key, how long to wait for its
- *   answer to begin and between two pieces of it (default 120 s), and its models.
+ * @typedef {import("./client/remotes.js").RemoteServer} RemoteServer
  * @typedef {{model_list?: Array<{model_id: string, model?: string, [k: string]: unknown}>,
  *            useIndexedDBCache?: boolean, [k: string]: unknown}} AppConfig
  *   WebLLM's app config: only what csi-web can use of it is used (see `setAppConfig`).
@@ -338,24 +333,6 @@ export class WebWorkerEngine {
     this.forwardFed.clear();
     return this.client.send("unload", {}, deadline(options));
   }
-}
-
-/**
- * The worker's form of `remotes` (snake_case); what is not of the documented shape goes as it is,
- * for the worker to refuse by field.
- * @param {RemoteServer[]} remotes @returns {any}
- */
-function remotesWire(remotes) {
-  /** @param {any} x */
-  const isObject = (x) => typeof x === "object" && x !== null && !Array.isArray(x);
-  /** @type {any} */
-  const given = remotes;
-  return !Array.isArray(given) ? given : given.map((/** @type {any} */ r) => !isObject(r) ? r : {
-    base_url: r.baseURL, api_key: r.apiKey ?? null,
-    ...(r.timeoutMs === undefined ? {} : { timeout_s: r.timeoutMs / 1000 }),
-    models: !Array.isArray(r.models) ? r.models : r.models.map((/** @type {any} */ m) => !isObject(m) ? m
-      : { id: m.id, policy: m.policy ?? "remote", server_model: m.serverModel ?? null }),
-  });
 }
 
 /**

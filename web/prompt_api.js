@@ -17,10 +17,11 @@
 // (images, audio, tools, languages it does not read) are refused as the spec says.
 
 import {
-  canonicalPrompt, coreOptions, domError, languagesSupported, MAX_TEMPERATURE, MAX_TOP_K, quotaExceeded,
-  responseConstraint, SAMPLING_MODES, withGuidance,
+  canonicalPrompt, coreOptions, domError, MAX_TEMPERATURE, MAX_TOP_K, quotaExceeded,
+  refusal, responseConstraint, SAMPLING_MODES, withGuidance,
 } from "./prompt_api_input.js";
 import { EngineSource } from "./prompt_api_engine.js";
+import { abortable, createMonitor, fromEngine, prefill, wire } from "./prompt_api_calls.js";
 
 /**
  * @typedef {import("./prompt_api_input.js").TextMessage} TextMessage
@@ -91,7 +92,7 @@ export class LanguageModel extends EventTarget {
    * @returns {Promise<Availability>}
    */
   static async availability(options = {}) {
-    return refusal(coreOptions(options)) ? "unavailable" : source.availability();
+    return refusal(coreOptions(options), source.languages) ? "unavailable" : source.availability();
   }
 
   /**
@@ -374,98 +375,12 @@ export class LanguageModel extends EventTarget {
   }
 }
 
-/**
- * Why the model cannot honor these options (null: it can): it reads and writes text only, in
- * `languages`, and calls no tools.
- * @param {ReturnType<typeof coreOptions>} core @param {string[]} [languages]
- * @returns {string|null}
- */
-function refusal(core, languages = source.languages) {
-  if (core.tools) return "tools are not supported: csi-web's Prompt API facade does not call tools";
-  for (const [list, what] of /** @type {const} */ ([[core.expectedInputs, "reads"], [core.expectedOutputs, "writes"]])) {
-    for (const e of list) {
-      if (e.type !== "text") return `the model ${what} text only, not ${e.type}`;
-      if (e.languages && !languagesSupported(e.languages, languages)) {
-        return `the model ${what} ${languages.join(", ")}, not all of ${e.languages.join(", ")}`;
-      }
-    }
-  }
-  return null;
-}
-
 /** An engine source for one `create()` given an app's engine. @param {any} engine @param {any} model */
 function appSource(engine, model) {
   const one = new EngineSource();
   if (typeof engine?.chatTokens !== "function") throw new TypeError("engine must be a csi-web engine (web/engine.js)");
   one.configure({ ...source.config, engine, model });
   return one;
-}
-
-/**
- * The `monitor` callback's target, which receives `downloadprogress` events (loaded 0 to 1,
- * total 1, never backwards; 0 and 1 always come).
- * @param {unknown} monitor
- */
-function createMonitor(monitor) {
-  if (monitor !== undefined && typeof monitor !== "function") throw new TypeError("monitor must be a function");
-  const target = Object.assign(new EventTarget(), { ondownloadprogress: /** @type {((e: ProgressEvent) => any)|null} */ (null) });
-  monitor?.(target);
-  let last = -1;
-  return {
-    report: (/** @type {number} */ fraction) => {
-      if (fraction <= last) return;
-      last = fraction;
-      const event = new ProgressEvent("downloadprogress", { loaded: fraction, total: 1, lengthComputable: true });
-      target.dispatchEvent(event);
-      target.ondownloadprogress?.call(target, event);
-    },
-  };
-}
-
-/**
- * Run `ids` through the model so that its KV cache holds them (one token is generated and dropped).
- * @param {WebWorkerEngine} engine @param {string} model @param {number[]} ids @param {AbortSignal|undefined} signal
- */
-async function prefill(engine, model, ids, signal) {
-  await engine.completions.create({ model, prompt: ids, max_tokens: 1, temperature: 0 }, { signal })
-    .catch((e) => { throw fromEngine(e); });
-  signal?.throwIfAborted();
-}
-
-/** @param {TextMessage[]} messages */
-const wire = (messages) => messages.map(({ role, content }) => ({ role, content }));
-
-/**
- * `promise`, or its signal's abort reason as soon as it aborts.
- * @template T @param {Promise<T>} promise @param {AbortSignal|undefined} signal
- * @returns {Promise<T>}
- */
-function abortable(promise, signal) {
-  if (!signal) return promise;
-  return new Promise((resolve, reject) => {
-    const stop = () => reject(signal.reason);
-    if (signal.aborted) stop();
-    signal.addEventListener("abort", stop, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", stop));
-  });
-}
-
-/**
- * An engine's error as the Prompt API names it (the engine's error stays as `cause`).
- * @param {any} e
- * @returns {Error}
- */
-function fromEngine(e) {
-  if (e instanceof DOMException || e instanceof TypeError || e instanceof RangeError) return e;
-  const name = String(e?.name ?? "");
-  const param = String(e?.param ?? "");
-  const mapped = param.startsWith("response_format") || name === "ModelNotSupportedError" ? "NotSupportedError"
-    : name === "ModelLoadError" ? "NetworkError"
-      : name === "TimeoutError" ? "TimeoutError" : "UnknownError";
-  if (name === "ContextWindowExceededError") return quotaExceeded(String(e.message), NaN, NaN);
-  const out = domError(mapped, `${name ? `${name}: ` : ""}${e?.message ?? e}`);
-  Object.defineProperty(out, "cause", { value: e });
-  return out;
 }
 
 /**

@@ -238,3 +238,22 @@ export function languagesSupported(wanted, supported) {
   const have = new Set(supported.map(primary));
   return wanted.every((tag) => have.has(primary(tag)));
 }
+
+/**
+ * Why the model cannot honor these options (null: it can): it reads and writes text only, in
+ * `languages`, and calls no tools.
+ * @param {ReturnType<typeof coreOptions>} core @param {string[]} languages
+ * @returns {string|null}
+ */
+export function refusal(core, languages) {
+  if (core.tools) return "tools are not supported: csi-web's Prompt API facade does not call tools";
+  for (const [list, what] of /** @type {const} */ ([[core.expectedInputs, "reads"], [core.expectedOutputs, "writes"]])) {
+    for (const e of list) {
+      if (e.type !== "text") return `the model ${what} text only, not ${e.type}`;
+      if (e.languages && !languagesSupported(e.languages, languages)) {
+        return `the model ${what} ${languages.join(", ")}, not all of ${e.languages.join(", ")}`;
+      }
+    }
+  }
+  return null;
+}

@@ -37,6 +37,7 @@ def templates(chat: str, embed: str) -> dict[str, dict[str, Any]]:
         "chat": {"request": {"messages": user, "max_tokens": 3, "temperature": 0}},
         "completion": {"request": {"prompt": "The", "max_tokens": 3, "stream": True}},
         "embeddings": {"request": {"input": ["a", "b"], "model": embed}},
+        "chat_tokens": {"request": {"messages": user, "prefix": "Hel"}},
         "csi_complete": {"request": [{"model": chat, "prompt": "x", "params": {"max_tokens": 3}}]},
         "csi_chat": {"request": [{"model": chat, "messages": user, "params": {"max_tokens": 3}}]},
         "csi_chunk": {"request": [{"text": "a b c", "params": {"model": embed, "max_tokens": 4}}]},

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from ..core.engine import Engine
 from ..core.request import ChatMessage, GenerationRequest
 from ..core.scope import Scope
-from ..errors import ContextWindowExceededError, InvalidInputError, blame
+from ..errors import ContextWindowExceededError, InvalidInputError, NotSupportedError, blame
 from ..wire import Strict
 
 
@@ -49,6 +49,9 @@ _TOO_LONG = re.compile(r"has (\d+) tokens")
 async def chat_tokens(engine: Engine, req: ChatTokensRequest, scope: Scope | None = None) -> ChatTokens:
     """Render ``req.messages`` (the engine checks the model and the window; nothing is generated)."""
     messages = tuple(ChatMessage(m.role, m.content) for m in req.messages)
+    if engine.resolve_model(req.model, "chat").remote is not None:
+        raise NotSupportedError("a model on a server renders its prompts there: its tokens are not known here",
+                                "model")
     try:
         gen = engine.generate(GenerationRequest(model=req.model, messages=messages), scope)
     except ContextWindowExceededError as exc:

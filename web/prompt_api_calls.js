@@ -1,0 +1,78 @@
+// @ts-check
+// How the Prompt API facade (prompt_api.js) calls a csi-web engine: the `monitor` target, a prefill
+// of a session's tokens, a signal that cuts a call short, and engine errors as the DOMExceptions the
+// Prompt API names.
+
+import { domError, quotaExceeded } from "./prompt_api_input.js";
+
+/**
+ * @typedef {import("./prompt_api_input.js").TextMessage} TextMessage
+ * @typedef {import("./engine.js").WebWorkerEngine} WebWorkerEngine
+ */
+
+/**
+ * The `monitor` callback's target, which receives `downloadprogress` events (loaded 0 to 1,
+ * total 1, never backwards; 0 and 1 always come).
+ * @param {unknown} monitor
+ */
+export function createMonitor(monitor) {
+  if (monitor !== undefined && typeof monitor !== "function") throw new TypeError("monitor must be a function");
+  const target = Object.assign(new EventTarget(), { ondownloadprogress: /** @type {((e: ProgressEvent) => any)|null} */ (null) });
+  monitor?.(target);
+  let last = -1;
+  return {
+    report: (/** @type {number} */ fraction) => {
+      if (fraction <= last) return;
+      last = fraction;
+      const event = new ProgressEvent("downloadprogress", { loaded: fraction, total: 1, lengthComputable: true });
+      target.dispatchEvent(event);
+      target.ondownloadprogress?.call(target, event);
+    },
+  };
+}
+
+/**
+ * Run `ids` through the model so that its KV cache holds them (one token is generated and dropped).
+ * @param {WebWorkerEngine} engine @param {string} model @param {number[]} ids @param {AbortSignal|undefined} signal
+ */
+export async function prefill(engine, model, ids, signal) {
+  await engine.completions.create({ model, prompt: ids, max_tokens: 1, temperature: 0 }, { signal })
+    .catch((e) => { throw fromEngine(e); });
+  signal?.throwIfAborted();
+}
+
+/** @param {TextMessage[]} messages */
+export const wire = (messages) => messages.map(({ role, content }) => ({ role, content }));
+
+/**
+ * `promise`, or its signal's abort reason as soon as it aborts.
+ * @template T @param {Promise<T>} promise @param {AbortSignal|undefined} signal
+ * @returns {Promise<T>}
+ */
+export function abortable(promise, signal) {
+  if (!signal) return promise;
+  return new Promise((resolve, reject) => {
+    const stop = () => reject(signal.reason);
+    if (signal.aborted) stop();
+    signal.addEventListener("abort", stop, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", stop));
+  });
+}
+
+/**
+ * An engine's error as the Prompt API names it (the engine's error stays as `cause`).
+ * @param {any} e
+ * @returns {Error}
+ */
+export function fromEngine(e) {
+  if (e instanceof DOMException || e instanceof TypeError || e instanceof RangeError) return e;
+  const name = String(e?.name ?? "");
+  const param = String(e?.param ?? "");
+  const mapped = param.startsWith("response_format") || name === "ModelNotSupportedError" ? "NotSupportedError"
+    : name === "ModelLoadError" ? "NetworkError"
+      : name === "TimeoutError" ? "TimeoutError" : "UnknownError";
+  if (name === "ContextWindowExceededError") return quotaExceeded(String(e.message), NaN, NaN);
+  const out = domError(mapped, `${name ? `${name}: ` : ""}${e?.message ?? e}`);
+  Object.defineProperty(out, "cause", { value: e });
+  return out;
+}
