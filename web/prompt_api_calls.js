@@ -68,7 +68,8 @@ export function fromEngine(e) {
   if (e instanceof DOMException || e instanceof TypeError || e instanceof RangeError) return e;
   const name = String(e?.name ?? "");
   const param = String(e?.param ?? "");
-  const mapped = param.startsWith("response_format") || name === "ModelNotSupportedError" ? "NotSupportedError"
+  const mapped = param.startsWith("response_format") || name === "ModelNotSupportedError"
+    || name === "NotSupportedError" ? "NotSupportedError"
     : name === "ModelLoadError" ? "NetworkError"
       : name === "TimeoutError" ? "TimeoutError" : "UnknownError";
   if (name === "ContextWindowExceededError") return quotaExceeded(String(e.message), NaN, NaN);

@@ -177,3 +177,10 @@ def test_a_built_in_model_served_by_its_server_downloads_nothing(browser, site_u
     assert out["memory"]["models"] == 0 and out["memory"]["preloads"] == 0
     assert not [u for u in seen if "/models/tiny-chat/" in u], "the preload fetched the model's files"
     context.close()
+
+
+def test_the_prompt_api_facade_refuses_a_model_on_a_server(remote_page):
+    out = remote_page.call("""const { LanguageModel } = await import('/web/prompt_api.js');
+                              await LanguageModel.create({engine, model: 'smollm2-remote'});""")
+    assert not out["ok"] and out["error"]["name"] == "NotSupportedError"
+    assert "server" in out["error"]["message"]
