@@ -127,7 +127,7 @@ def _server_message(raw: bytes) -> tuple[str, str | None]:
             message = "; ".join(str(m.get("msg", m)) for m in parts) or json.dumps(message)
             locs: list[list[Any]] = [m["loc"] for m in parts if isinstance(m.get("loc"), list)]
             if param is None and locs and len(locs[0]) > 1:
-                param = ".".join(str(x) for x in locs[0][1:])
+                param = _field_path(locs[0][1:])
         return str(message)[:MAX_ERROR_TEXT], param
     return str(err)[:MAX_ERROR_TEXT], None
 
@@ -144,7 +144,7 @@ def http_error(status: int, raw: bytes, where: str) -> CsiError:
         return ModelNotSupportedError(said, param or "model")
     field = _BODY_FIELD.search(message)
     if field is not None and param is None:
-        param = _field_path(field.group(1))
+        param = _field_path([p.strip().strip("'") for p in field.group(1).split(",")])
     if 400 <= status < 500 or (field is not None and "validation error" in message):
         if status == 413 or _CONTEXT.search(message):
             return ContextWindowExceededError(said, param or "messages")
@@ -152,11 +152,11 @@ def http_error(status: int, raw: bytes, where: str) -> CsiError:
     return ServerError(said)
 
 
-def _field_path(loc: str) -> str:
-    """``'messages', 0, 'content'`` -> ``messages[0].content``."""
+def _field_path(loc: list[Any]) -> str:
+    """``["messages", 0, "content"]`` -> ``messages[0].content``."""
     path = ""
-    for part in (p.strip() for p in loc.split(",")):
-        path += f"[{part}]" if part.isdigit() else ("." if path else "") + part.strip("'")
+    for part in (str(p) for p in loc):
+        path += f"[{part}]" if part.isdigit() else ("." if path else "") + part
     return path
 
 
