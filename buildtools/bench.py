@@ -233,7 +233,7 @@ REAL_MODEL = "smollm2-135m-instruct"
 PREFILL_REPEATS = 65
 
 
-SECTIONS = ("sampling", "decode", "webgpu", "embeddings", "extras", "startup", "index", "memory")
+SECTIONS = ("sampling", "decode", "webgpu", "embeddings", "extras", "startup", "index", "memory", "remote")
 
 
 def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -> int:
@@ -245,6 +245,7 @@ def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -
     from .bench_embed import embed_bench
     from .bench_gpu import run_webgpu_bench
     from .bench_memory import memory_bench
+    from .bench_remote import remote_bench
     from .bench_startup import startup_bench
     from .hub_mirror import Mirror
     from .site import build_bench_models
@@ -299,6 +300,9 @@ def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -
                 extras = page_of().evaluate(EXTRAS_SCRIPT, [MESSAGES, TOKENS, ROUNDS])
                 result["tiny_chat_extras"] = _extras(extras, _insides_bench(browser, url))
                 result |= _csi_bench(page_of(), dist)
+            if "remote" in wanted:
+                log("bench: a model on a llama.cpp server, straight from the page and through the engine")
+                result["remote"] = remote_bench(page_of())
             browser.close()
             if "startup" in wanted:
                 log("bench: cold and warm start")

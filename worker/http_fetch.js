@@ -3,8 +3,9 @@
 // connection, so the server sees the request cancelled.
 
 /**
- * @typedef {{status: number, read: () => Promise<Uint8Array|undefined>, close: () => void}} HttpResponse
- *   `read` resolves to `undefined` at the end (Python sees `None`; a JS `null` would reach it as `jsnull`).
+ * @typedef {{status: number, read: (timeoutMs: number) => Promise<Uint8Array|undefined>, close: () => void}} HttpResponse
+ *   `read` resolves to `undefined` at the end (Python sees `None`; a JS `null` would reach it as
+ *   `jsnull`), and rejects with a `TimeoutError` when nothing came within `timeoutMs`.
  */
 
 /**
@@ -20,10 +21,19 @@ export async function httpOpen(method, url, headersJson, body) {
   const reader = response.body ? response.body.getReader() : null;
   return {
     status: response.status,
-    async read() {
+    async read(timeoutMs) {
       if (!reader) return undefined;
-      const { done, value } = await reader.read();
-      return done ? undefined : value;
+      /** @type {ReturnType<typeof setTimeout>|undefined} */
+      let timer;
+      const late = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new DOMException(`nothing within ${timeoutMs} ms`, "TimeoutError")), timeoutMs);
+      });
+      try {
+        const { done, value } = await Promise.race([reader.read(), late]);
+        return done ? undefined : value;
+      } finally {
+        clearTimeout(timer);
+      }
     },
     close() {
       controller.abort();

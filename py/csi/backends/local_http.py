@@ -23,11 +23,13 @@ class _Response:
         self._left = int(length) if length and length.isdigit() and not self._chunked else None
         self._done = False
 
-    async def read(self) -> bytes | None:
+    async def read(self, timeout_s: float) -> bytes | None:
         if self._done:
             return None
         try:
-            return await self._read()
+            return await asyncio.wait_for(self._read(), timeout_s)
+        except TimeoutError:  # an OSError: not a broken connection
+            raise
         except (OSError, ValueError, asyncio.IncompleteReadError) as exc:
             self.close()
             raise unreachable("the server", f"the connection broke mid-answer ({exc or type(exc).__name__})") from None

@@ -38,8 +38,9 @@ class HttpResponse(Protocol):
 
     status: int
 
-    async def read(self) -> bytes | None:
-        """The next piece of the body; ``None`` at its end."""
+    async def read(self, timeout_s: float) -> bytes | None:
+        """The next piece of the body; ``None`` at its end; ``TimeoutError`` when none comes
+        within ``timeout_s``. Once ``close()`` is called, a pending read ends (any way it can)."""
         ...
 
     def close(self) -> None:
@@ -179,12 +180,10 @@ class RemoteCall:
     def where(self) -> str:
         return f"the server at {self._endpoint.base_url}"
 
-    async def _timed(self, awaitable: Any, response: HttpResponse | None) -> Any:
+    async def _timed(self, awaitable: Any) -> Any:
         """``awaitable``'s result, unless the request is cancelled (``Aborted``) or the endpoint's
         timeout passes first (``ServerTimeoutError``); either way the connection is dropped."""
         if self._cancelled():
-            if response is not None:
-                response.close()
             awaitable.close()
             raise Aborted
         task = asyncio.ensure_future(awaitable)
@@ -197,8 +196,6 @@ class RemoteCall:
         if task in done:
             return task.result()
         task.cancel()
-        if response is not None:
-            response.close()
         if waker in done:
             raise Aborted
         raise ServerTimeoutError(f"{self.where} sent nothing for {self._endpoint.timeout_s:g} s")
@@ -208,21 +205,71 @@ class RemoteCall:
             raise Aborted
         data = json.dumps(body).encode()
         response: HttpResponse = await self._timed(
-            self._http.open("POST", self._endpoint.url(path), self._endpoint.headers(), data), None)
+            self._http.open("POST", self._endpoint.url(path), self._endpoint.headers(), data))
         if response.status >= 300:
-            raw = await self._rest(response)
+            try:
+                raw = await self._rest(response)
+            finally:
+                response.close()
             raise http_error(response.status, raw, self.where)
         return response
+
+    def _watch(self, response: HttpResponse) -> Callable[[], None]:
+        """Close ``response`` as soon as this request is cancelled (one waiter per response, not
+        one per read: a pending read then ends at once); other requests' cancellations re-arm it.
+        Returns what stops the watch."""
+        waker: list[asyncio.Future[None]] = []
+
+        def fired(done: asyncio.Future[None]) -> None:
+            if done.cancelled():
+                return
+            if self._cancelled():
+                response.close()
+            else:
+                arm()
+
+        def arm() -> None:
+            waker[:] = [self._next_cancel()]
+            waker[0].add_done_callback(fired)
+
+        def stop() -> None:
+            waker[0].cancel()
+
+        arm()
+        return stop
+
+    async def _read(self, response: HttpResponse) -> bytes | None:
+        """The next piece of the body: ``Aborted`` once cancelled, ``ServerTimeoutError`` after
+        the endpoint's timeout (the connection dropped either way)."""
+        if self._cancelled():
+            response.close()
+            raise Aborted
+        try:
+            piece = await response.read(self._endpoint.timeout_s)
+        except TimeoutError:
+            response.close()
+            raise ServerTimeoutError(f"{self.where} sent nothing for {self._endpoint.timeout_s:g} s") from None
+        except CsiError:
+            if self._cancelled():
+                raise Aborted from None
+            raise
+        if self._cancelled():
+            response.close()
+            raise Aborted
+        return piece
 
     async def _rest(self, response: HttpResponse, limit: int = 64 << 20) -> bytes:
         parts: list[bytes] = []
         size = 0
-        while (piece := await self._timed(response.read(), response)) is not None:
-            parts.append(piece)
-            size += len(piece)
-            if size > limit:
-                response.close()
-                raise ServerError(f"{self.where} sent more than {limit >> 20} MiB")
+        unwatch = self._watch(response)
+        try:
+            while (piece := await self._read(response)) is not None:
+                parts.append(piece)
+                size += len(piece)
+                if size > limit:
+                    raise ServerError(f"{self.where} sent more than {limit >> 20} MiB")
+        finally:
+            unwatch()
         return b"".join(parts)
 
     async def json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -247,8 +294,9 @@ class RemoteCall:
         response = await self._open(path, body)
         buffer = b""
         sent = 0
+        unwatch = self._watch(response)
         try:
-            while (piece := await self._timed(response.read(), response)) is not None:
+            while (piece := await self._read(response)) is not None:
                 buffer += piece
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
@@ -270,6 +318,7 @@ class RemoteCall:
                         sent += 1
                         yield event
         finally:
+            unwatch()
             response.close()
         if sent:
             raise ServerError(f"{self.where} broke its stream off before its end")

@@ -19,12 +19,14 @@ class _FetchResponse:
         self._response: Any = response
         self._where = where
 
-    async def read(self) -> bytes | None:
+    async def read(self, timeout_s: float) -> bytes | None:
         if self._response is None:
             return None
         try:
-            piece = await self._response.read()
+            piece = await self._response.read(timeout_s * 1000)
         except JsException as exc:
+            if exc.name == "TimeoutError":
+                raise TimeoutError from None
             raise unreachable(self._where, f"the answer broke off ({exc.message})") from None
         if piece is None:
             self._response = None
