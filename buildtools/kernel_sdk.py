@@ -53,7 +53,8 @@ SDK_PINS = {
     "googleapis-common-protos": "1.76.0",
     "protobuf": "7.36.2",
 }
-SDK_DIR = CACHE / "kernel-sdk"
+# resolved: .cache may be a symlink (worktrees share it), and a venv's scripts name its path
+SDK_DIR = (CACHE / "kernel-sdk").resolve()
 VENV = SDK_DIR / "venv"
 STAMP = VENV / ".csi-stamp"
 
@@ -84,7 +85,8 @@ def _digest(python: str) -> str:
     version = subprocess.run([python, "-c", "import sys; print(sys.version)"], capture_output=True,
                              text=True, check=True).stdout
     pins = "\n".join(f"{name}=={pin}" for name, pin in sorted(SDK_PINS.items()))
-    return hashlib.sha256(f"{version}\n{pins}".encode()).hexdigest()
+    # the venv's own path too: one made through another path (a removed worktree) is made again
+    return hashlib.sha256(f"{version}\n{pins}\n{VENV}".encode()).hexdigest()
 
 
 def ensure_sdk() -> Path:
