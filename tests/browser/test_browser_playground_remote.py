@@ -155,6 +155,8 @@ def test_a_server_added_in_the_form_serves_the_chat_with_its_own_greedy_answer(
     assert choice.locator(".source").first.inner_text() == "server"
     assert choice.locator(".url").inner_text() == base
     assert playground.axe("#panel-models") == []
+    (ROOT / "test-results").mkdir(exist_ok=True)
+    page.locator("#panel-models").screenshot(path=str(ROOT / "test-results" / "playground-servers.png"))
 
     # chosen: nothing to download; loaded: nothing downloaded, the status says where it runs
     choice.locator("input").check()
@@ -214,6 +216,7 @@ def test_a_fallback_says_why_and_a_server_that_is_down_leaves_the_playground_wor
     local = playground.ask("Hello again")
     assert local.get_attribute("data-served-by") == "local"
     assert local.locator(".served").inner_text() == "served in this browser"
+    page.locator("#messages").screenshot(path=str(ROOT / "test-results" / "playground-served-by.png"))
 
     # removed from the keyboard: gone from the list, the picker and the storage
     page.click("#tab-models")

@@ -53,10 +53,10 @@ export function mountServers(root, { apply, onChange }) {
     row.setAttribute("role", "group");
     row.setAttribute("aria-label", `Model ${n}`);
     const id = el("input", "server-model-id");
-    Object.assign(id, { autocomplete: "off", spellcheck: false, placeholder: "model id, e.g. qwen2.5-7b-instruct" });
+    Object.assign(id, { autocomplete: "off", spellcheck: false, placeholder: "model id" });
     id.setAttribute("aria-label", `Model ${n}: its id here`);
     const name = el("input", "server-model-name");
-    Object.assign(name, { autocomplete: "off", spellcheck: false, placeholder: "its name on the server (if other)" });
+    Object.assign(name, { autocomplete: "off", spellcheck: false, placeholder: "name on the server (if other)" });
     name.setAttribute("aria-label", `Model ${n}: its name on the server (optional)`);
     const policy = el("select", "server-model-policy");
     policy.setAttribute("aria-label", `Model ${n}: where it runs`);
