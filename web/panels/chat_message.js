@@ -29,7 +29,9 @@ export function metaText(node) {
     `${s.tokens_per_s.toFixed(1)} tokens/s`,
     `first token ${(s.ttft_s * 1000).toFixed(0)} ms`,
     `total ${(s.e2e_s).toFixed(2)} s`,
-    `prompt ${s.prompt_tokens} (${s.cached_tokens} cached)`,
+    // llama-cpp-python's streams carry no usage: 0 prompt tokens from a server means "not said"
+    s.served_by === "remote" && !s.prompt_tokens ? "prompt size not reported"
+      : `prompt ${s.prompt_tokens} (${s.cached_tokens} cached)`,
   ] : [];
   if (node.finish) parts.push(node.finish === "abort" ? "stopped" : node.finish);
   return parts.join(" · ");
