@@ -2,7 +2,7 @@
 // web/panels/) owns its elements and state; this file only connects them. Generation settings,
 // the model and the device can be set in the URL: ?temperature=0&max_tokens=512&ignore_eos=1&model=…&device=…&hub=<mirror URL>
 
-import { CreateWebWorkerEngine } from "./engine.js";
+import { WebWorkerEngine } from "./engine.js";
 import { Library } from "./conversations/library.js";
 import { DEFAULT_SETTINGS } from "./conversations/knobs.js";
 import { mountChat } from "./panels/chat.js";
@@ -31,15 +31,17 @@ const overrides = {
 };
 
 /**
- * The engine, on a new worker; this tab's engine also answers the site's /v1/ endpoint (the
- * openai client, other tabs).
+ * The engine, on a new worker, with `modelId` loaded (and the load's result: where each model
+ * runs); this tab's engine also answers the site's /v1/ endpoint (the openai client, other tabs).
  * @param {string} modelId @param {import("./engine.js").EngineConfig} config
  */
 async function createEngine(modelId, config) {
   const worker = new Worker(new URL("../worker/worker.js", import.meta.url), { type: "module" });
-  const engine = await CreateWebWorkerEngine(worker, modelId, config);
+  const engine = new WebWorkerEngine(worker, config);
+  /** @type {import("../worker/protocol.js").LoadResult} */
+  const load = await engine.reload(modelId);
   serveV1(engine).catch((err) => console.warn(`/v1/ is not served from this tab: ${err.message}`));
-  return engine;
+  return { engine, load };
 }
 
 const shell = mountShell(document);

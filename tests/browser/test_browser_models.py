@@ -176,7 +176,7 @@ def test_cancel_during_a_load_of_the_real_model_stops_it_and_tiny_chat_loads_aft
     page.check("#models-site li[data-model='tiny-chat'] input")
     page.click("#models-load")
     page.wait_for_selector("#models-state[data-state='ready']")
-    assert page.locator("#models-state").inner_text() == "tiny-chat is ready (wasm)."
+    assert page.locator("#models-state").inner_text() == "tiny-chat is ready in this browser (wasm)."
     page.click("#tab-chat")
     page.fill("#prompt", "Hello?")
     page.click("#send")
@@ -208,7 +208,7 @@ def test_a_hub_id_shows_its_download_size_from_the_mirror_before_it_loads(
         page.fill("#models-hub-id", HUB_REPO)
         page.click("#models-load")
         page.wait_for_selector("#models-state[data-state='ready']")
-        assert page.locator("#models-state").inner_text() == f"{HUB_REPO} is ready (wasm)."
+        assert page.locator("#models-state").inner_text() == f"{HUB_REPO} is ready in this browser (wasm)."
         page.locator(f"#models-cached tr[data-model='{HUB_REPO}']").wait_for()
     finally:
         mirror.stop()

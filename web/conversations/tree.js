@@ -9,7 +9,8 @@
  * @typedef {import("../engine.js").ChatCompletionMessageParam} MessageParam
  * @typedef {{token: string, logprob: number, bytes: number[], top_logprobs: Array<{token: string, logprob: number, bytes: number[]}>}} TokenLogprob
  * @typedef {{prompt_tokens: number, completion_tokens: number, cached_tokens: number,
- *   ttft_s: number, e2e_s: number, tokens_per_s: number}} Stats
+ *   ttft_s: number, e2e_s: number, tokens_per_s: number, served_by?: "local"|"remote", server?: string}} Stats
+ *   `served_by` who wrote the reply: this browser, or the server at `server` (a base URL)
  * @typedef {{name: string, message: string, param: string|null}} ErrorInfo
  * @typedef {object} Node one message
  * @property {string} id

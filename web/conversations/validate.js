@@ -94,8 +94,10 @@ function message(v, path) {
   if ("finish" in o) need(FINISHES.includes(/** @type {any} */ (o.finish)), `${path}.finish`, "must be stop, length, abort, tool_calls or null");
   if ("stats" in o) {
     const keys = ["prompt_tokens", "completion_tokens", "cached_tokens", "ttft_s", "e2e_s", "tokens_per_s"];
-    const s = record(o.stats, `${path}.stats`, keys);
+    const s = record(o.stats, `${path}.stats`, keys, ["served_by", "server"]);
     for (const k of keys) number(s[k], `${path}.stats.${k}`, 0);
+    if ("served_by" in s) need(s.served_by === "local" || s.served_by === "remote", `${path}.stats.served_by`, "must be local or remote");
+    if ("server" in s) text(s.server, `${path}.stats.server`, 2000);
   }
   if ("logprobs" in o) for (const [i, t] of list(o.logprobs, `${path}.logprobs`, LIMITS.logprobs).entries()) tokenLogprob(t, `${path}.logprobs[${i}]`);
   if ("error" in o) {

@@ -14,6 +14,13 @@ import { el } from "./dom.js";
  * @property {(node: Node, text: string) => void} edit send an edited question as an alternative
  */
 
+/** Who wrote a reply: "served in this browser", "served by http://…/v1". @param {Node} node */
+export function servedText(node) {
+  const by = node.stats?.served_by;
+  if (by === "remote") return `served by ${node.stats?.server ?? "a server"}`;
+  return by === "local" ? "served in this browser" : "";
+}
+
 /** "12 tokens · 34.5 tokens/s · first token 80 ms · prompt 40 (32 cached) · stop" @param {Node} node */
 export function metaText(node) {
   const s = node.stats;
@@ -22,7 +29,9 @@ export function metaText(node) {
     `${s.tokens_per_s.toFixed(1)} tokens/s`,
     `first token ${(s.ttft_s * 1000).toFixed(0)} ms`,
     `total ${(s.e2e_s).toFixed(2)} s`,
-    `prompt ${s.prompt_tokens} (${s.cached_tokens} cached)`,
+    // llama-cpp-python's streams carry no usage: 0 prompt tokens from a server means "not said"
+    s.served_by === "remote" && !s.prompt_tokens ? "prompt size not reported"
+      : `prompt ${s.prompt_tokens} (${s.cached_tokens} cached)`,
   ] : [];
   if (node.finish) parts.push(node.finish === "abort" ? "stopped" : node.finish);
   return parts.join(" · ");
@@ -123,6 +132,8 @@ export function renderMessage(node, siblings, { tokenView, actions }) {
   }
   const meta = metaText(node);
   if (meta || node.error?.param) div.append(el("span", "meta", node.error?.param ? `field: ${node.error.param}` : meta));
+  const served = servedText(node);
+  if (served) div.append(el("span", "served", served));
   const actionsBox = el("div", "actions");
   actionsBox.append(action("Regenerate", "regenerate", () => actions.regenerate(node)));
   if (!node.error && node.content && !body.hidden) mountRawToggle(actionsBox, body, () => node.content ?? "");

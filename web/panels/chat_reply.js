@@ -24,6 +24,8 @@ export function statsOf(usage) {
     ttft_s: x?.time_to_first_token_s ?? 0,
     e2e_s: x?.e2e_latency_s ?? 0,
     tokens_per_s: x?.decode_tokens_per_s ?? 0,
+    ...(x?.served_by === "remote" ? { served_by: "remote", ...(x.server ? { server: x.server } : {}) }
+      : x?.served_by === "local" ? { served_by: "local" } : {}),
   };
 }
 

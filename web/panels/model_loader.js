@@ -1,7 +1,8 @@
 // The model loader: the top bar's quick model picker and Load button, the progress bar while a
 // model loads, and the footer's status line. It owns the engine's life: the first load creates the
 // engine (with the `createEngine` it is given), later loads reload the same engine; a cancel unloads
-// it. It also mounts the Models panel, which drives the same loads.
+// it. It also mounts the Models panel, which drives the same loads, and keeps the servers of remote
+// models (the Models panel's Servers part) in the engine's config.
 
 import { find } from "./dom.js";
 import { mountModels } from "./models.js";
@@ -11,10 +12,12 @@ import { formatBytes, hubMirror, siteModels } from "./models_sizes.js";
  * @typedef {import("../engine.js").WebWorkerEngine} WebWorkerEngine
  * @typedef {import("../engine.js").EngineConfig} EngineConfig
  * @typedef {import("../engine.js").InitProgressReport} InitProgressReport
+ * @typedef {import("../engine.js").RemoteServer} RemoteServer
+ * @typedef {import("../../worker/protocol.js").LoadResult} LoadResult
  * @typedef {"wasm"|"webgpu"|"auto"} Device
  * @typedef {object} LoaderEvents
- * @property {(modelId: string, config: EngineConfig) => Promise<WebWorkerEngine>} createEngine
- *   makes the engine on the first load
+ * @property {(modelId: string, config: EngineConfig) => Promise<{engine: WebWorkerEngine, load: LoadResult}>} createEngine
+ *   makes the engine on the first load, loading `modelId`: the engine and its load's result
  * @property {(loading: boolean, engine: WebWorkerEngine|null) => void} onLoading
  *   a load starts or ends; `engine` once there is one (a failed reload keeps it)
  * @property {(engine: WebWorkerEngine|null, model: string) => void} onLoaded
@@ -23,14 +26,29 @@ import { formatBytes, hubMirror, siteModels } from "./models_sizes.js";
  *   a load moved on: `text` says how far ("loading 45% of 120.3 MB"), for the top bar's state
  * @typedef {{phase: "idle"|"loading"|"cancelling"|"ready"|"failed"|"cancelled", model: string,
  *            loaded: string, device: Device, report: InitProgressReport|null, generating: boolean,
- *            text: string}} LoaderState
- *   `model` the model of the last load asked for, `loaded` the model ready now ("" for none)
+ *            text: string, remote: string|null, fallback: string|null}} LoaderState
+ *   `model` the model of the last load asked for, `loaded` the model ready now ("" for none);
+ *   `remote` the base URL of the server serving it (null: this browser), `fallback` why a
+ *   prefer-local model is on the server (the local load's error)
  */
 
 /** "loading 45% of 120.3 MB", or the stage while sizes are unknown. @param {InitProgressReport} r */
 export function progressText(r) {
   if (r.bytesTotal) return `loading ${Math.floor(r.progress * 100)}% of ${formatBytes(r.bytesTotal)}`;
   return `loading: ${r.stage}${r.file ? ` ${r.file}` : ""}`;
+}
+
+/**
+ * Where the model now runs: "in this browser", or "on <server>" (and why, for a fallback).
+ * @param {string} modelId @param {Device} device @param {LoadResult|undefined} load
+ */
+export function readyText(modelId, device, load) {
+  const info = load?.models?.find((m) => m.model_id === modelId);
+  const remote = typeof info?.remote === "string" ? info.remote : null;
+  const fallback = typeof info?.fallback === "string" ? info.fallback : null;
+  if (!remote) return { remote, fallback, text: `${modelId} is ready in this browser (${device}).` };
+  if (fallback) return { remote, fallback, text: `${modelId} is ready on ${remote}: it could not load in this browser (${fallback}).` };
+  return { remote, fallback, text: `${modelId} is ready on ${remote} (nothing downloaded).` };
 }
 
 /**
@@ -60,8 +78,11 @@ export function mountModelLoader(root, events) {
   let seq = 0;
   let cancelled = false;
   let chatBusy = false;
+  /** @type {RemoteServer[]} the servers of remote models, for the engine's config */
+  let remotes = [];
   /** @type {LoaderState} */
-  const state = { phase: "idle", model: "", loaded: "", device: "wasm", report: null, generating: false, text: "No model loaded yet." };
+  const state = { phase: "idle", model: "", loaded: "", device: "wasm", report: null, generating: false,
+    text: "No model loaded yet.", remote: null, fallback: null };
   /** @type {Array<(s: LoaderState) => void>} */
   const listeners = [];
   const loading = () => state.phase === "loading" || state.phase === "cancelling";
@@ -89,6 +110,20 @@ export function mountModelLoader(root, events) {
     return [];
   });
 
+  /** The quick picker's remote models follow the servers. */
+  function listRemotes() {
+    for (const o of ui.modelList.querySelectorAll("option.remote")) o.remove();
+    for (const server of remotes) {
+      for (const m of server.models) {
+        const option = document.createElement("option");
+        option.className = "remote";
+        option.value = typeof m === "string" ? m : m.id;
+        option.label = `server, ${server.baseURL}`;
+        ui.modelList.append(option);
+      }
+    }
+  }
+
   /** @param {string} modelId @param {Device} device */
   async function load(modelId, device) {
     const mine = ++seq;
@@ -96,7 +131,7 @@ export function mountModelLoader(root, events) {
     ui.loading.hidden = false;
     ui.progress.value = 0;
     ui.status.textContent = `Loading ${modelId}…`;
-    update({ phase: "loading", model: modelId, device, report: null, text: `Loading ${modelId}…` });
+    update({ phase: "loading", model: modelId, device, report: null, text: `Loading ${modelId}…`, remote: null, fallback: null });
     events.onLoading(true, engine);
     /** @param {InitProgressReport} r */
     const onProgress = (r) => {
@@ -114,9 +149,12 @@ export function mountModelLoader(root, events) {
         engine.terminate();
         engine = null;
       }
+      /** @type {LoadResult|undefined} */
+      let result;
       if (!engine) {
         engineDevice = device;
-        creating = events.createEngine(modelId, { initProgressCallback: onProgress, device, hubMirror: hubMirror() });
+        creating = events.createEngine(modelId, { initProgressCallback: onProgress, device, hubMirror: hubMirror(), remotes })
+          .then((made) => { result = made.load; return made.engine; });
         const made = await creating.finally(() => { creating = null; });
         engine = made;
         if (cancelled) { // the first load cannot be stopped before the engine exists: undo it now
@@ -127,11 +165,13 @@ export function mountModelLoader(root, events) {
         engine.config.initProgressCallback = onProgress;
         engine.config.device = device;
         engine.config.hubMirror = hubMirror();
-        await engine.reload(modelId);
+        engine.config.remotes = remotes;
+        result = await engine.reload(modelId);
       }
       if (mine !== seq) return;
-      ui.status.textContent = `${modelId} is ready (${device}).`;
-      update({ phase: "ready", loaded: modelId, text: `${modelId} is ready (${device}).` });
+      const ready = readyText(modelId, device, result);
+      ui.status.textContent = ready.text;
+      update({ phase: "ready", loaded: modelId, ...ready });
       events.onLoaded(engine, modelId);
     } catch (/** @type {any} */ err) {
       if (mine !== seq) return;
@@ -194,6 +234,16 @@ export function mountModelLoader(root, events) {
     siteModels: () => listed,
     /** Whether the Load buttons may start a load now. */
     canLoad: () => state.phase !== "loading" && !chatBusy,
+    /**
+     * Serve models from these servers: the engine, if there is one, checks and takes them at once
+     * (rejecting with its typed error, the servers before staying); the next engine gets them.
+     * @param {RemoteServer[]} servers
+     */
+    async setRemotes(servers) {
+      if (engine) await engine.setRemotes(servers);
+      remotes = servers;
+      listRemotes();
+    },
   };
   const panel = root.querySelector("#panel-models");
   if (panel instanceof HTMLElement) mountModels(panel, loader);

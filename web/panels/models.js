@@ -1,12 +1,14 @@
 // The Models panel: what the engine is doing (loading with stage and bytes, ready, generating)
 // with its own Cancel; a picker of the site's models (built-in and imported from a GGUF) and of any
 // Hugging Face id; before a download, its size and whether it fits the storage quota (a warning,
-// never a block); the device, with the WebGPU adapter; and the models stored in this browser.
+// never a block); the device, with the WebGPU adapter; the servers of remote models, whose models
+// the picker lists too ("server" and its URL); and the models stored in this browser.
 
 import { hasModelInCache } from "../model_cache.js";
 import { el, find } from "./dom.js";
 import { describeAdapter } from "./models_device.js";
 import { formatBytes, hubMirror, hubSize, storageFit } from "./models_sizes.js";
+import { mountServers, POLICY_TEXT } from "./models_servers.js";
 import { mountStoredModels } from "./models_stored.js";
 
 /**
@@ -14,6 +16,8 @@ import { mountStoredModels } from "./models_stored.js";
  * @typedef {import("./model_loader.js").LoaderState} LoaderState
  * @typedef {import("./model_loader.js").Device} Device
  * @typedef {import("./models_sizes.js").SiteModel} SiteModel
+ * @typedef {import("./servers_store.js").SavedServer} SavedServer
+ * @typedef {{baseURL: string, policy: "remote"|"prefer-local"}} RemoteChoice
  */
 
 const HUB_ID = /^[\w.-]+\/[\w.-]+$/;
@@ -28,6 +32,7 @@ export function mountModels(root, loader) {
     progress: find(root, "#models-progress", HTMLProgressElement),
     form: find(root, "#models-form", HTMLFormElement),
     site: find(root, "#models-site", HTMLUListElement),
+    remote: find(root, "#models-remote", HTMLUListElement),
     hubChoice: find(root, "#models-hub-choice", HTMLInputElement),
     hubId: find(root, "#models-hub-id", HTMLInputElement),
     adapter: find(root, "#models-adapter", HTMLElement),
@@ -40,6 +45,8 @@ export function mountModels(root, loader) {
   let last = null;
   /** @type {Map<string, SiteModel>} */
   const site = new Map();
+  /** @type {Map<string, RemoteChoice>} the servers' models, by id */
+  const remote = new Map();
   let webgpu = false;
   let planSeq = 0;
   const stored = mountStoredModels(root, () => last?.loaded ?? "");
@@ -67,6 +74,35 @@ export function mountModels(root, loader) {
     return li;
   }
 
+  /** A server's model in the picker. @param {string} id @param {RemoteChoice} r */
+  function remoteChoice(id, r) {
+    const radio = el("input");
+    radio.type = "radio";
+    radio.name = "models-choice";
+    radio.value = id;
+    const label = el("label");
+    const where = r.policy === "remote" ? "" : ` (${POLICY_TEXT[r.policy]})`;
+    label.append(radio, " ", el("span", "id", id), " ", el("span", "source", "server"), " ",
+      el("span", "url", r.baseURL), el("span", "source", where));
+    const li = el("li");
+    li.dataset.model = id;
+    li.dataset.policy = r.policy;
+    li.append(label);
+    return li;
+  }
+
+  /** List the servers' models, keeping the choice. @param {SavedServer[]} servers */
+  function listRemote(servers) {
+    const was = chosen();
+    remote.clear();
+    for (const s of servers) for (const m of s.models) remote.set(m.id, { baseURL: s.baseURL, policy: m.policy });
+    ui.remote.replaceChildren(...[...remote].map(([id, r]) => remoteChoice(id, r)));
+    ui.remote.hidden = remote.size === 0;
+    const again = [...ui.remote.querySelectorAll("input")].find((r) => r.value === was);
+    if (again && !root.querySelector("input[name=models-choice]:checked")) again.checked = true;
+    showPlan();
+  }
+
   /** Say what the chosen model weighs and whether it fits the storage left. */
   async function showPlan() {
     const mine = ++planSeq;
@@ -81,14 +117,17 @@ export function mountModels(root, loader) {
       else ui.plan.dataset.bytes = String(bytes);
     };
     if (!id) return say("Choose a model.");
+    const server = remote.get(id);
+    if (server?.policy === "remote") return say(`${id} runs on ${server.baseURL}: nothing to download.`, "", 0);
+    const orServer = server ? ` If it cannot load here, ${server.baseURL} serves it.` : "";
     if (!site.has(id) && !HUB_ID.test(id)) return say(`${id} is neither a site model nor a Hugging Face id (org/name).`, "error");
     say(`${id}: working out its size…`);
     try {
-      if (await hasModelInCache(id)) return say(`${id} is stored in this browser: it loads without a download.`);
+      if (await hasModelInCache(id)) return say(`${id} is stored in this browser: it loads without a download.${orServer}`);
       const known = site.get(id);
       const size = known ? { bytes: known.bytes, note: `${known.source}, from this site` }
         : await hubSize(id, hubMirror(), device);
-      const what = size.bytes === null ? `size unknown (${size.note})` : `${formatBytes(size.bytes)} to download`;
+      const what = (size.bytes === null ? `size unknown (${size.note})` : `${formatBytes(size.bytes)} to download`) + orServer;
       const fit = await storageFit(size.bytes);
       if (!fit) return say(`${id}: ${what}. This browser gives no storage estimate.`, "", size.bytes);
       const free = `${formatBytes(Math.max(0, fit.quota - fit.usage))} free of ${formatBytes(fit.quota)}`;
@@ -98,7 +137,7 @@ export function mountModels(root, loader) {
       }
       say(`${id}: ${what}; storage: ${free}${fit.fits ? ", it fits" : ""}.`, "", size.bytes);
     } catch (/** @type {any} */ err) {
-      say(`${id}: size unknown (${err.message}).`);
+      say(`${id}: size unknown (${err.message}).${orServer}`);
     }
   }
 
@@ -111,6 +150,8 @@ export function mountModels(root, loader) {
     const text = s.phase === "ready" && s.generating ? `${s.loaded}: generating a reply…` : s.text;
     ui.state.textContent = text;
     ui.state.dataset.state = s.generating && s.phase === "ready" ? "generating" : s.phase;
+    if (s.phase === "ready" && s.remote) ui.state.dataset.remote = s.remote;
+    else delete ui.state.dataset.remote;
     ui.progress.hidden = s.phase !== "loading" && s.phase !== "cancelling";
     ui.progress.value = s.report?.progress ?? 0;
     if (s.report?.bytesTotal) ui.progress.dataset.bytesLoaded = String(s.report.bytesLoaded);
@@ -129,6 +170,7 @@ export function mountModels(root, loader) {
   });
   ui.cancel.addEventListener("click", () => loader.cancel());
   ui.site.addEventListener("change", showPlan);
+  ui.remote.addEventListener("change", showPlan);
   ui.hubChoice.addEventListener("change", showPlan);
   /** @type {ReturnType<typeof setTimeout>|undefined} */
   let typing;
@@ -154,4 +196,5 @@ export function mountModels(root, loader) {
     showPlan();
   });
   loader.subscribe(render);
+  mountServers(root, { apply: (remotes) => loader.setRemotes(remotes), onChange: listRemote });
 }
