@@ -126,7 +126,10 @@
  *   A tool as skills see it (pharia-skill's `Tool`).
  *
  * @typedef {{model_id: string, kind: "chat"|"embedding", context_length: number,
- *            eos_token_ids: number[], vocab_size: number, [field: string]: unknown}} ModelInfo
+ *            eos_token_ids: number[], vocab_size: number, remote: string|null, fallback: string|null,
+ *            [field: string]: unknown}} ModelInfo
+ *   `remote`: the base URL of the server serving the model (null: it runs here); `fallback`: why a
+ *   `prefer-local` model is on its server (the local load's error; null otherwise).
  * @typedef {{models: ModelInfo[], load_s: number}} LoadResult
  * @typedef {{pyodide_s: number, wheels_s: number, imports_s: number}} BootTimings
  * @typedef {{pyodide_wasm_bytes: number|null, ort_wasm_bytes: number|null, other_wasm_bytes: number,
