@@ -71,7 +71,8 @@ def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
     documents in ``store`` (in memory by default), skills run by ``skill_runner(runtime)``, the servers
     of remote models reached through ``http`` (``None``: no remote models)."""
     engine = Engine(backend, http)
-    text = TextServices(backend, host, lambda: engine.models, engine.alias_of)
+    text = TextServices(backend, host, lambda: engine.models, engine.alias_of,
+                        lambda name: (info := engine.models.get(name)) is not None and info.remote is not None)
     runtime = Runtime(engine, text, store)
     runtime.skills = SkillRegistry(host, skill_runner(runtime), engine)
     runtime.tools = ToolRegistry(engine)

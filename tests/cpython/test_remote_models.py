@@ -299,3 +299,26 @@ def test_a_json_schema_through_llama_cpps_own_format_is_kept(engine):
                                                "temperature": 0,
                                                "response_format": {"type": "json_object", "schema": schema}}))
     jsonschema.validate(json.loads(reply.choices[0].message.content or ""), schema)
+
+
+def test_what_needs_the_models_tokenizer_or_insides_is_refused_for_a_model_on_a_server(llama_server):
+    from csi.backends.local_host import LocalHost  # noqa: PLC0415
+    from csi.errors import ModelNotSupportedError, NotSupportedError  # noqa: PLC0415
+    from csi.runtime import build_runtime  # noqa: PLC0415
+    from tests.support.faces import index as index_face  # noqa: PLC0415
+    from tests.support.faces import text  # noqa: PLC0415
+    from tests.support.paths import DIST  # noqa: PLC0415
+
+    rt = build_runtime(CPythonBackend(MODELS), LocalHost(DIST / "lang"), http=AsyncioHttp())
+    configure(rt.engine, [{"base_url": llama_server.url + "/v1", "models": ["on-server"]}])
+    run_async(rt.engine.load(["on-server"]))
+    with pytest.raises(ModelNotSupportedError) as chunking:
+        run_async(text.chunk(rt.text, [{"text": "a b c", "params": {"model": "on-server", "max_tokens": 4}}]))
+    assert chunking.value.param == "requests[0].params.model"
+    with pytest.raises(ModelNotSupportedError) as indexing:
+        run_async(index_face.create(rt.index, {"namespace": "n", "collection": "c", "index": "i",
+                                               "model": "on-server", "max_tokens": 16}))
+    assert indexing.value.param == "model"
+    with pytest.raises(NotSupportedError) as insides:
+        run_async(remote_llm.generational_guts(rt.engine, {"prompt": "x"}))
+    assert insides.value.param == "model"

@@ -14,7 +14,7 @@ from array import array
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InternalError, InvalidInputError, NotFoundError, blame
+from ..errors import InternalError, InvalidInputError, ModelNotSupportedError, NotFoundError, blame
 from . import lexical
 from .cancel import WriteGuard
 from .filters import CompiledFilter, parse_filters
@@ -139,6 +139,9 @@ class DocumentIndex:
         if req.overlap >= req.max_tokens:
             raise InvalidInputError("`overlap` must be less than `max_tokens`", "overlap")
         model = await self.engine.embedding_model(req.model)
+        if model.remote is not None:
+            raise ModelNotSupportedError(f"{req.model!r} runs on a server: an index chunks by its tokenizer, which "
+                                         "is not here (name an embedding model of this engine)", "model")
         if req.max_tokens > model.context_length - 2:
             raise InvalidInputError(f"`max_tokens` is {req.max_tokens}; {req.model!r} embeds at most "
                                     f"{model.context_length - 2} tokens per chunk", "max_tokens")
