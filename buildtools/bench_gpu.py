@@ -24,8 +24,13 @@ PROBE_SCRIPT = """
 async () => {
   if (!navigator.gpu) return {adapter: null, why: 'navigator.gpu is missing'};
   // as onnxruntime-web asks for one in the worker (no options): what the models will run on
-  const adapter = await navigator.gpu.requestAdapter();
-  if (!adapter) return {adapter: null, why: 'navigator.gpu.requestAdapter() returned null'};
+  // a GPU process still starting on a loaded machine can answer null at first: ask a few times
+  let adapter = null;
+  for (let i = 0; i < 5 && !adapter; i++) {
+    if (i) await new Promise((r) => setTimeout(r, 500));
+    adapter = await navigator.gpu.requestAdapter();
+  }
+  if (!adapter) return {adapter: null, why: 'navigator.gpu.requestAdapter() returned null (5 tries, 2 s)'};
   const info = adapter.info ?? {};
   const out = {};
   for (const k of ['vendor', 'architecture', 'device', 'description', 'type', 'backend', 'driver']) {
