@@ -322,3 +322,18 @@ def test_what_needs_the_models_tokenizer_or_insides_is_refused_for_a_model_on_a_
     with pytest.raises(NotSupportedError) as insides:
         run_async(remote_llm.generational_guts(rt.engine, {"prompt": "x"}))
     assert insides.value.param == "model"
+
+
+def test_include_usage_gives_its_own_last_chunk_after_every_finish(engine):
+    async def collect() -> list[Any]:
+        req = ChatCompletionRequest.model_validate({"model": "smollm2-remote", "stream": True, "n": 2, "messages": ASK,
+                                                    "max_tokens": 5, "stream_options": {"include_usage": True}})
+        return [c.model_dump(mode="json") async for c in await serving.create_chat_completion(engine, req)]
+
+    chunks = run_async(collect())
+    finishes = [(c["choices"][0]["index"], c["choices"][0]["finish_reason"]) for c in chunks
+                if c["choices"] and c["choices"][0]["finish_reason"]]
+    assert finishes == [(0, "length"), (1, "length")]
+    assert all(c["usage"] is None for c in chunks[:-1])
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 10
+    assert chunks[-1]["usage"]["extra"]["served_by"] == "remote"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import AsyncIterator
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, Literal, TypeVar
 
 from ...core.decode import GenerationStats
 from ...core.engine import Engine
@@ -41,6 +41,7 @@ from .responses import (
     UsageExtra,
 )
 
+_C = TypeVar("_C", ChatCompletionChunk, Completion)
 _NOT_SENT = {"stream", "stream_options", "functions", "function_call", "extra_body", "model"}
 _FINISH: dict[str, ChatFinishReason] = {"stop": "stop", "length": "length", "tool_calls": "tool_calls",
                                         "function_call": "tool_calls", "abort": "abort"}
@@ -224,17 +225,26 @@ async def _chat_chunks(req: ChatCompletionRequest, model_id: str, remote: Remote
                 if pending is not None:
                     yield pending
                 pending = chunk([ChunkChoice(index=index, delta=Delta(), finish_reason=finish)])
-    for index in sorted(open_choices):
+    ends = (chunk([ChunkChoice(index=i, delta=Delta(), finish_reason="abort" if stream.aborted else "stop")])
+            for i in sorted(open_choices))
+    for last in _last_ends(pending, ends, chunk([], _usage(stream.usage, stream.stats, remote)), include_usage):
+        yield last
+
+
+def _last_ends(pending: _C | None, ends: Iterator[_C], usage: _C, include_usage: bool) -> Iterator[_C]:
+    """The stream's last chunks: the finish held back, the ends of choices the server left open
+    (``abort`` when cancelled), then the usage: its own chunk with ``include_usage``, else on the
+    last finish, as the local stream puts it."""
+    for end in ends:
         if pending is not None:
             yield pending
-        pending = chunk([ChunkChoice(index=index, delta=Delta(), finish_reason="abort" if stream.aborted else "stop")])
-    use = _usage(stream.usage, stream.stats, remote)
+        pending = end
     if pending is not None:
         if not include_usage:
-            pending.usage = use
+            pending.usage = usage.usage
         yield pending
     if include_usage:
-        yield chunk([], use)
+        yield usage
 
 
 def _finish(reason: str, legacy: bool) -> ChatFinishReason:
@@ -327,17 +337,10 @@ async def _completion_chunks(model_id: str, remote: RemoteModel, stream: _Stream
                 if pending is not None:
                     yield pending
                 pending = chunk([CompletionChoice(index=index, text="", finish_reason=_text_finish(reason))])
-    for index in sorted(open_choices):
-        if pending is not None:
-            yield pending
-        pending = chunk([CompletionChoice(index=index, text="", finish_reason="abort" if stream.aborted else "stop")])
-    use = _usage(stream.usage, stream.stats, remote)
-    if pending is not None:
-        if not include_usage:
-            pending.usage = use
-        yield pending
-    if include_usage:
-        yield chunk([], use)
+    ends = (chunk([CompletionChoice(index=i, text="", finish_reason="abort" if stream.aborted else "stop")])
+            for i in sorted(open_choices))
+    for last in _last_ends(pending, ends, chunk([], _usage(stream.usage, stream.stats, remote)), include_usage):
+        yield last
 
 
 def _text_finish(reason: str) -> Literal["stop", "length", "abort"]:
