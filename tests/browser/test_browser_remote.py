@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import requests
 
 from tests.support.browser import EnginePage, tracked_context
 from tests.support.llama_server import LlamaServer
@@ -41,12 +40,6 @@ def remote_page(browser, site_url, llama_server: LlamaServer):
     context.close()
 
 
-def direct(server: LlamaServer, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    reply = requests.post(f"{server.url}/v1/{path}", json={"model": server.model, **body}, timeout=120)
-    reply.raise_for_status()
-    out: dict[str, Any] = reply.json()
-    return out
-
 
 def test_chat_streamed_and_whole_is_the_servers_answer(remote_page, llama_server):
     out = remote_page.ok(
@@ -59,7 +52,7 @@ def test_chat_streamed_and_whole_is_the_servers_answer(remote_page, llama_server
            const local = await engine.chat.completions.create({model: 'tiny-chat', messages: arg, max_tokens: 4});
            return {whole, text: chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''),
                    last: chunks.at(-1), local: local.usage.extra};""", ASK)
-    reference = direct(llama_server, "chat/completions", {"messages": ASK, "max_tokens": 16, "temperature": 0})
+    reference = llama_server.ask("chat/completions", {"messages": ASK, "max_tokens": 16, "temperature": 0})
     answer = reference["choices"][0]["message"]["content"]
     assert out["whole"]["choices"][0]["message"]["content"] == answer == out["text"]
     assert out["whole"]["model"] == "smollm2-remote"
@@ -79,7 +72,7 @@ def test_csi_spin_and_embeddings_reach_the_server(remote_page, llama_server):
                                                                         repeat_penalty: 1.0});
            const emb = await engine.embeddings.create({model: 'smollm2-remote', input: ['Paris']});
            return {done, infer, dims: emb.data[0].embedding.length};""", prompt)
-    expected = direct(llama_server, "completions", {"prompt": prompt, "max_tokens": 10,
+    expected = llama_server.ask("completions", {"prompt": prompt, "max_tokens": 10,
                                                     "temperature": 0})["choices"][0]["text"]
     assert out["done"]["text"] == expected
     assert out["infer"]["text"] == expected
@@ -135,7 +128,7 @@ def test_prefer_local_falls_back_to_the_server_when_the_local_load_fails(browser
     out = ep.ok("""const r = await engine.chat.completions.create({messages: arg, max_tokens: 6, temperature: 0});
                    return {text: r.choices[0].message.content, extra: r.usage.extra};""", ASK)
     assert out["extra"]["served_by"] == "remote"
-    reference = direct(llama_server, "chat/completions", {"messages": ASK, "max_tokens": 6, "temperature": 0})
+    reference = llama_server.ask("chat/completions", {"messages": ASK, "max_tokens": 6, "temperature": 0})
     assert out["text"] == reference["choices"][0]["message"]["content"]
     context.close()
 
@@ -157,7 +150,7 @@ def test_the_v1_endpoint_serves_a_remote_model_to_the_openai_client(remote_page,
                                                               temperature: 0});
              return {text: r.choices[0].message.content, extra: r.usage.extra};
            }""", ASK)
-    reference = direct(llama_server, "chat/completions", {"messages": ASK, "max_tokens": 12, "temperature": 0})
+    reference = llama_server.ask("chat/completions", {"messages": ASK, "max_tokens": 12, "temperature": 0})
     assert out["text"] == reference["choices"][0]["message"]["content"]
     assert out["extra"]["served_by"] == "remote"
     client.close()

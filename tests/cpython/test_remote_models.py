@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import requests
 
 from csi.backends.cpython import CPythonBackend
 from csi.backends.local_http import AsyncioHttp
@@ -49,18 +48,11 @@ def engine(llama_server: LlamaServer) -> Engine:
     return eng
 
 
-def direct(server: LlamaServer, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    """The server asked directly: the reference."""
-    reply = requests.post(f"{server.url}/v1/{path}", json={"model": server.model, **body}, timeout=120)
-    reply.raise_for_status()
-    out: dict[str, Any] = reply.json()
-    return out
-
 
 def test_chat_is_the_servers_answer_with_usage_saying_who_served_it(engine, llama_server):
     body = {"messages": ASK, "max_tokens": 16, "temperature": 0}
     ours = run_async(chat_completion(engine, {"model": "smollm2-remote", **body})).model_dump(mode="json")
-    theirs = direct(llama_server, "chat/completions", body)
+    theirs = llama_server.ask("chat/completions", body)
     assert ours["model"] == "smollm2-remote"
     assert ours["choices"][0]["message"]["content"] == theirs["choices"][0]["message"]["content"]
     assert ours["choices"][0]["finish_reason"] == theirs["choices"][0]["finish_reason"] == "length"
@@ -79,7 +71,7 @@ def test_the_stream_assembles_to_the_servers_answer_with_logprobs(engine, llama_
         return [c.model_dump(mode="json") async for c in await serving.create_chat_completion(engine, req)]
 
     chunks = run_async(collect())
-    theirs = direct(llama_server, "chat/completions", body)["choices"][0]
+    theirs = llama_server.ask("chat/completions", body)["choices"][0]
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
     assert text == theirs["message"]["content"]
     ours_lp = [t for c in chunks if c["choices"] and c["choices"][0].get("logprobs")
@@ -94,7 +86,7 @@ def test_the_stream_assembles_to_the_servers_answer_with_logprobs(engine, llama_
 def test_text_completions_and_their_logprobs_are_the_servers(engine, llama_server):
     body = {"prompt": "The capital of France is", "max_tokens": 6, "temperature": 0, "logprobs": 2}
     ours = run_async(completion(engine, {"model": "smollm2-remote", **body})).model_dump(mode="json")
-    theirs = direct(llama_server, "completions", body)["choices"][0]
+    theirs = llama_server.ask("completions", body)["choices"][0]
     assert ours["choices"][0]["text"] == theirs["text"]
     assert ours["choices"][0]["logprobs"]["tokens"] == theirs["logprobs"]["tokens"]
     assert ours["choices"][0]["logprobs"]["token_logprobs"] == pytest.approx(theirs["logprobs"]["token_logprobs"])
@@ -102,7 +94,7 @@ def test_text_completions_and_their_logprobs_are_the_servers(engine, llama_serve
 
 def test_embeddings_are_the_servers_token_vectors_pooled(engine, llama_server):
     ours = run_async(embeddings(engine, {"model": "smollm2-remote", "input": ["hello world", "Paris"]}))
-    theirs = direct(llama_server, "embeddings", {"input": ["hello world", "Paris"]})["data"]
+    theirs = llama_server.ask("embeddings", {"input": ["hello world", "Paris"]})["data"]
     for mine, row in zip(ours.data, sorted(theirs, key=lambda d: d["index"]), strict=True):
         tokens = row["embedding"] if isinstance(row["embedding"][0], list) else [row["embedding"]]
         mean = [sum(col) / len(tokens) for col in zip(*tokens, strict=True)]
@@ -114,7 +106,7 @@ def test_embeddings_are_the_servers_token_vectors_pooled(engine, llama_server):
 
 def test_csi_spin_and_remote_llm_faces_are_served_by_the_server(engine, llama_server):
     prompt = "<|im_start|>user\nName a primary colour.<|im_end|>\n<|im_start|>assistant\n"
-    theirs = direct(llama_server, "completions", {"prompt": prompt, "max_tokens": 10, "temperature": 0})
+    theirs = llama_server.ask("completions", {"prompt": prompt, "max_tokens": 10, "temperature": 0})
     expected = theirs["choices"][0]["text"]
     [done] = run_async(inference.complete(engine, [{"model": "smollm2-remote", "prompt": prompt, "params": {
         "max_tokens": 10, "temperature": 0.0, "logprobs": {"top": 2}}}]))
@@ -123,7 +115,7 @@ def test_csi_spin_and_remote_llm_faces_are_served_by_the_server(engine, llama_se
     assert bytes(b for d in done["logprobs"] for b in d["sampled"]["token"]).decode() == expected
     [said] = run_async(inference.chat(engine, [{"model": "smollm2-remote", "messages": ASK,
                                                 "params": {"max_tokens": 8, "temperature": 0.0}}]))
-    reference = direct(llama_server, "chat/completions", {"messages": ASK, "max_tokens": 8, "temperature": 0})
+    reference = llama_server.ask("chat/completions", {"messages": ASK, "max_tokens": 8, "temperature": 0})
     assert said["message"]["content"] == reference["choices"][0]["message"]["content"]
     infer = run_async(spin.infer(engine, {"model": "smollm2-remote", "prompt": prompt, "params": {
         "max_tokens": 10, "temperature": 0.0, "repeat_penalty": 1.0}}))
@@ -133,7 +125,7 @@ def test_csi_spin_and_remote_llm_faces_are_served_by_the_server(engine, llama_se
         {"id": "smollm2-remote", "server_model": llama_server.model}]}])
     run_async(only_remote.load(["smollm2-remote"]))
     generated = run_async(remote_llm.generate(only_remote, {"prompts": [prompt], "stop": ["\n"]}))
-    greedy = direct(llama_server, "completions", {"prompt": prompt, "temperature": 0, "stop": ["\n"],
+    greedy = llama_server.ask("completions", {"prompt": prompt, "temperature": 0, "stop": ["\n"],
                                                   "max_tokens": 200})
     assert generated["generations"][0]["generations"][0]["text"] == greedy["choices"][0]["text"]
 
@@ -275,7 +267,7 @@ def test_a_pharia_skill_chats_and_streams_with_a_model_on_the_server(llama_serve
         with csi.chat_stream("llama-3.1-8b-instruct", messages, params) as response:
             appends = list(response.stream())
             finish = response.finish_reason()
-    reference = direct(llama_server, "chat/completions", {"messages": ASK, "max_tokens": 12, "temperature": 0})
+    reference = llama_server.ask("chat/completions", {"messages": ASK, "max_tokens": 12, "temperature": 0})
     assert whole.message.content == reference["choices"][0]["message"]["content"]
     assert "".join(a.content for a in appends) == whole.message.content
     assert finish == whole.finish_reason and len(whole.logprobs) == 12
@@ -284,8 +276,8 @@ def test_a_pharia_skill_chats_and_streams_with_a_model_on_the_server(llama_serve
 def test_n_choices_are_one_server_request_each_with_the_seed_counting_up(engine, llama_server):
     body = {"messages": ASK, "max_tokens": 10, "temperature": 1.0, "seed": 5}
     ours = run_async(chat_completion(engine, {"model": "smollm2-remote", "n": 2, **body}))
-    first = direct(llama_server, "chat/completions", body)["choices"][0]["message"]["content"]
-    second = direct(llama_server, "chat/completions", {**body, "seed": 6})["choices"][0]["message"]["content"]
+    first = llama_server.ask("chat/completions", body)["choices"][0]["message"]["content"]
+    second = llama_server.ask("chat/completions", {**body, "seed": 6})["choices"][0]["message"]["content"]
     assert [c.message.content for c in ours.choices] == [first, second] and first != second
     assert [c.index for c in ours.choices] == [0, 1] and ours.usage.completion_tokens == 20
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -36,6 +37,13 @@ class LlamaServer:
     model: str
     log_path: Path
     process: subprocess.Popen[bytes]
+
+    def ask(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """The server asked directly (``/v1/<path>``, its own model): the reference the tests compare with."""
+        reply = requests.post(f"{self.url}/v1/{path}", json={"model": self.model, **body}, timeout=120)
+        reply.raise_for_status()
+        out: dict[str, Any] = reply.json()
+        return out
 
     def log(self, since: int = 0) -> str:
         """The log from byte offset ``since`` (a ``mark()``) on."""

@@ -39,7 +39,9 @@ class TokenTable:
         return self._bytes[token] if 0 <= token < len(self._bytes) else b""
 
 
-def _raw(entry: dict[str, Any]) -> bytes:
+def entry_bytes(entry: dict[str, Any]) -> bytes:
+    """The bytes of a token in a server's logprobs entry: its ``bytes``, else its text as UTF-8
+    (llama-cpp-python sends ``bytes: null``)."""
     raw = entry.get("bytes")
     if isinstance(raw, list) and all(isinstance(b, int) and 0 <= b < 256 for b in raw):
         return bytes(raw)
@@ -120,8 +122,9 @@ def _steps(choice: dict[str, Any], table: TokenTable, top_n: int) -> list[Any]:
     if isinstance(lp.get("content"), list):
         for entry in lp["content"]:
             tops = entry.get("top_logprobs") or []
-            steps.append(StepResult(table.id_of(_raw(entry)), float(entry.get("logprob", 0.0)),
-                                    tuple((table.id_of(_raw(t)), float(t.get("logprob", 0.0))) for t in tops[:top_n])))
+            steps.append(StepResult(table.id_of(entry_bytes(entry)), float(entry.get("logprob", 0.0)),
+                                    tuple((table.id_of(entry_bytes(t)), float(t.get("logprob", 0.0)))
+                                          for t in tops[:top_n])))
     elif isinstance(lp.get("tokens"), list):
         tops_all = lp.get("top_logprobs") or []
         for i, token in enumerate(lp["tokens"]):

@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar
 from ...core.decode import GenerationStats
 from ...core.engine import Engine
 from ...core.remote import Aborted, RemoteCall, RemoteModel
+from ...core.remote_generation import entry_bytes
 from ...core.scope import Scope
 from ...errors import InvalidInputError
 from .messages import text_of
@@ -98,18 +99,11 @@ def _usage(raw: dict[str, int] | None, stats: GenerationStats, remote: RemoteMod
         extra=UsageExtra(**stats.timings(), served_by="remote", server=remote.endpoint.base_url))
 
 
-def _raw(entry: dict[str, Any]) -> list[int]:
-    raw = entry.get("bytes")
-    if isinstance(raw, list) and all(isinstance(b, int) for b in raw):
-        return raw
-    return list(str(entry.get("token", "")).encode())
-
-
 def _token(entry: dict[str, Any]) -> TokenLogprob:
     return TokenLogprob(token=str(entry.get("token", "")), logprob=float(entry.get("logprob") or 0.0),
-                        bytes=_raw(entry),
+                        bytes=list(entry_bytes(entry)),
                         top_logprobs=[TopLogprob(token=str(t.get("token", "")), logprob=float(t.get("logprob") or 0.0),
-                                                 bytes=_raw(t)) for t in entry.get("top_logprobs") or []])
+                                                 bytes=list(entry_bytes(t))) for t in entry.get("top_logprobs") or []])
 
 
 def _chat_logprobs(choice: dict[str, Any]) -> ChoiceLogprobs | None:
