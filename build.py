@@ -9,6 +9,9 @@
   python3 build.py fuzz         ... then run the fuzzers with 10x the suite's budget
   python3 build.py soak [--minutes N]  ... then N minutes (30) of mixed traffic, and index faults
   python3 build.py import-gguf FILE.gguf [--id NAME]  ... then make a model the site serves from a GGUF
+
+Any Python 3.11+ runs it: it makes .venv/ in the checkout with that interpreter and runs itself
+there, so pip installs nothing outside the checkout (Debian's externally managed python3 included).
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
+
+from buildtools import own_venv  # noqa: E402  (standard library only)
+
+if __name__ == "__main__":
+    own_venv.enter(Path(__file__).resolve(), sys.argv[1:])  # returns inside .venv/, made when needed
 
 from buildtools import deps  # noqa: E402
 
