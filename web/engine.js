@@ -35,6 +35,8 @@ import { workerUrl } from "./runtime_base.js";
  * @typedef {import("../worker/protocol.js").IndexPutProgress} IndexPutProgress
  * @typedef {import("../worker/protocol.js").Progress} Progress
  * @typedef {import("../worker/protocol.js").MemoryStats} MemoryStats
+ * @typedef {import("../worker/protocol.js").LoadResult} LoadResult
+ * @typedef {import("./client/index_api.js").Committed} Committed
  * @typedef {import("./client/js_heap.js").JsHeap} JsHeap
  * @typedef {import("./client/load_progress.js").InitProgressReport} InitProgressReport
  * @typedef {import("./client/calls.js").Deadline} Deadline
@@ -68,18 +70,16 @@ import { workerUrl } from "./runtime_base.js";
  *   `https://huggingface.co/`), laid out as the Hub: `<hubMirror><org>/<name>/resolve/main/<file>`.
  *   `remotes`: OpenAI-compatible servers (llama.cpp, vLLM, ...) and the models they serve, e.g.
  *   `[{baseURL: "http://127.0.0.1:8080/v1", apiKey: "...", models: ["qwen2.5-7b-instruct"]}]`; see `setRemotes`.
- *   `runtimeUrl` (engines that start their own worker: `CreateMLCEngine`, `MLCEngine`): the folder
- *   holding csi-web's worker/, vendor/ and wheels/ (default: this package's, or where csi-web/vite
- *   copied them). `modelsUrl`: the same-origin folder models are served from, holding models.json
- *   (default: models/ next to the page, then the runtime's models/; ids not found there come from
- *   the Hub or `hubMirror`).
+ *   `runtimeUrl` (`CreateMLCEngine`, `MLCEngine`): the folder of csi-web's worker/, vendor/, wheels/
+ *   (default: this package's, or where csi-web/vite copied them). `modelsUrl`: the same-origin folder
+ *   with models.json (default: models/ next to the page, then the runtime's; then the Hub).
  * @typedef {import("./client/remotes.js").RemoteServer} RemoteServer
  * @typedef {{model_list?: Array<{model_id: string, model?: string, [k: string]: unknown}>,
  *            useIndexedDBCache?: boolean, [k: string]: unknown}} AppConfig
  *   WebLLM's app config: only what csi-web can use of it is used (see `setAppConfig`).
  */
 
-export { EngineError };
+export { EngineError, workerUrl };
 export { SKILL_TIME_LIMIT_MS } from "./client/skills_api.js";
 export {
   deleteChatConfigInCache,
