@@ -32,8 +32,8 @@ LIBRARY_ENTRIES = {
 RUNTIME_TREES = ["worker", "wheels", "lang", "vendor/pyodide", "vendor/transformers", "vendor/ort", "vendor/xgrammar"]
 PACKAGE_FILES = Path(__file__).parent / "package_files"  # package.json's extras, the Vite plugin, README
 STAGE = CACHE / "pack" / "csi-web"
-IMPORT = re.compile(r"""(?:^|[;\s])(?:import|export)\s[^'"]*?from\s*["'](\.{1,2}/[^"']+)["']|import\(\s*["'](\.{1,2}/[^"']+)["']\s*\)""",
-                    re.M)
+IMPORT = re.compile(r"""(?:^|[;\s])(?:import|export)\s[^'"]*?from\s*["'](\.{1,2}/[^"']+)["']"""
+                    r"""|import\(\s*["'](\.{1,2}/[^"']+)["']\s*\)""", re.M)
 
 
 def import_closure(root: Path, entries: list[str], types: bool = False) -> list[str]:
@@ -152,9 +152,11 @@ def copy_models(dest: Path, ids: list[str] | None = None, dist: Path = DIST) -> 
     wanted = known if ids is None else ids
     unknown = [i for i in wanted if i not in known]
     if unknown:
-        raise SystemExit(f"no model {', '.join(map(repr, unknown))} in {dist / 'models'}: known are {', '.join(known)}")
+        raise SystemExit(f"no model {', '.join(map(repr, unknown))} in {dist / 'models'}: "
+                         f"known are {', '.join(known)}")
     dest.mkdir(parents=True, exist_ok=True)
     for model_id in wanted:
         shutil.copytree(dist / "models" / model_id, dest / model_id, dirs_exist_ok=True)
-    (dest / "models.json").write_text(json.dumps({"models": [m for m in listing if m["id"] in wanted]}, indent=1) + "\n")
+    kept = [m for m in listing if m["id"] in wanted]
+    (dest / "models.json").write_text(json.dumps({"models": kept}, indent=1) + "\n")
     return wanted

@@ -185,7 +185,8 @@ def test_a_vite_app_built_with_the_package_answers_streams_structured_output_and
         page.reload()
         warm = _answer(page)
         assert warm["text"] == cold["text"]
-        print(f"\nvite app, page to first token: cold {cold['firstTokenMs']:.0f} ms, warm {warm['firstTokenMs']:.0f} ms")
+        print(f"\nvite app, page to first token: cold {cold['firstTokenMs']:.0f} ms, "
+              f"warm {warm['firstTokenMs']:.0f} ms")
     finally:
         context.close()
     assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
