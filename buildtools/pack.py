@@ -14,6 +14,7 @@ import posixpath
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from .deps import CACHE, ROOT, log
@@ -92,19 +93,23 @@ def package_json() -> dict[str, object]:
 
 
 def _declarations(stage: Path) -> None:
-    """``.d.ts`` beside each public module, made by tsc from the JSDoc (checkJs types)."""
+    """``.d.ts`` beside each public module, made by tsc from the JSDoc (checkJs types). tsc reads a
+    copy of web/ and worker/ without vendor/, so the runtimes are typed by worker/vendor.d.ts."""
     config = {
         "compilerOptions": {
             "target": "ES2022", "module": "ES2022", "moduleResolution": "bundler",
             "lib": ["ES2022", "DOM", "DOM.Iterable", "WebWorker"], "types": [],
             "allowJs": True, "checkJs": False, "declaration": True, "emitDeclarationOnly": True,
-            "rootDir": ".", "outDir": ".", "skipLibCheck": True, "strict": True,
+            "rootDir": ".", "outDir": str(stage), "skipLibCheck": True, "strict": True,
         },
         "files": [*LIBRARY_ENTRIES.values(), "worker/vendor.d.ts", "worker/wire_types.d.ts"],
     }
-    (stage / "tsconfig.json").write_text(json.dumps(config, indent=1))
-    out = subprocess.run([str(NODE / ".bin" / "tsc"), "-p", "tsconfig.json"], cwd=stage, capture_output=True, text=True)
-    (stage / "tsconfig.json").unlink()
+    with tempfile.TemporaryDirectory() as tmp:
+        for folder in ("web", "worker"):
+            shutil.copytree(stage / folder, Path(tmp) / folder)
+        (Path(tmp) / "tsconfig.json").write_text(json.dumps(config, indent=1))
+        out = subprocess.run([str(NODE / ".bin" / "tsc"), "-p", "tsconfig.json"], cwd=tmp, capture_output=True,
+                             text=True)
     if out.returncode != 0:
         raise SystemExit(f"tsc could not write the package's declarations:\n{out.stdout}{out.stderr}")
 

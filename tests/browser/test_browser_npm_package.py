@@ -82,9 +82,9 @@ export async function app(): Promise<string> {
   // @ts-expect-error the device is "wasm", "webgpu" or "auto"
   await CreateMLCEngine("smollm2-135m-instruct", { device: "cuda" });
   const vectors = await engine.embeddings.create({ input: ["hello"], model: "all-minilm-l6-v2" });
-  const first: number[] = vectors.data[0].embedding;
-  // @ts-expect-error an embedding is numbers
-  const wrong: string = vectors.data[0].embedding;
+  const first: number[] | string = vectors.data[0].embedding;  // a string with encoding_format "base64"
+  // @ts-expect-error an embedding is numbers (or base64 text)
+  const wrong: boolean = vectors.data[0].embedding;
   await serveV1(engine);
   // @ts-expect-error serveV1 takes an engine
   await serveV1("engine");
