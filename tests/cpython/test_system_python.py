@@ -18,8 +18,8 @@ import pytest
 from tests.support.paths import ROOT
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
-# .cache parts shared with the clone: what set-up builds, never an environment made by an interpreter
-SHARED_CACHE = ["models", "wheels", "pypi", "csi-wheel", "skill-packages", "lang"]
+# .cache parts the clone makes itself: environments an interpreter made, and this suite's own scratch
+OWN_CACHE = {"llama-server", "kernel-sdk", "pack"}
 
 needs_system_python = pytest.mark.skipif(not SYSTEM_PYTHON.exists(), reason="no /usr/bin/python3 on this machine")
 
@@ -47,9 +47,9 @@ def _fresh_clone(dest: Path) -> Path:
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(dest)], check=True, timeout=300)
     cache = dest / ".cache"
     cache.mkdir()
-    for part in SHARED_CACHE:
-        if (ROOT / ".cache" / part).exists():
-            (cache / part).symlink_to((ROOT / ".cache" / part).resolve())
+    for part in (ROOT / ".cache").iterdir():
+        if part.name not in OWN_CACHE:
+            (cache / part.name).symlink_to(part.resolve())
     # the tests' llama.cpp server: its compiled wheel and its GGUF are shared, its venv is the clone's own
     server = ROOT / ".cache" / "llama-server"
     (cache / "llama-server").mkdir()
