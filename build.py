@@ -4,6 +4,7 @@
   python3 build.py              set up everything and build dist/
   python3 build.py serve [--port N]   ... then serve it at http://127.0.0.1:8000/
   python3 build.py test [pytest args] ... then build the tests' llama.cpp server (once) and run the suite
+                                       (or only the test files named among the args)
   python3 build.py bench [--only sampling,decode,...]  ... then run the benchmarks and print JSON
   python3 build.py bench --device webgpu  ... the same on a hardware GPU (fails clearly without one)
   python3 build.py fuzz         ... then run the fuzzers with 10x the suite's budget
@@ -112,7 +113,10 @@ def main() -> int:
 
         ensure_server()  # the remote-model tests' llama.cpp server (compiled once: ~3 min on 2 cores)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "py"), str(ROOT)])}
-        return subprocess.call([sys.executable, "-m", "pytest", "tests", *rest], cwd=ROOT, env=env)
+        # test files or folders named on the command line replace the whole suite
+        named = any(not arg.startswith("-") and (ROOT / arg.split("::")[0]).exists() for arg in rest)
+        suite = [] if named else ["tests"]
+        return subprocess.call([sys.executable, "-m", "pytest", *suite, *rest], cwd=ROOT, env=env)
     if args.command == "fuzz":  # the suite's fuzzers with a budget 10x larger (CSI_FUZZ_EXAMPLES overrides)
         setup(browser=True)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "py"), str(ROOT)]),
