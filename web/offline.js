@@ -1,11 +1,15 @@
 // @ts-check
-// Offline use, the page's side: register the site's service worker (/sw.js), which keeps the app
-// shell and the runtime in Cache Storage (worker/service_worker.js), and tell the person when a
+// Offline use, the page's side: register the site's service worker (<base>sw.js), which keeps the
+// app shell and the runtime in Cache Storage (worker/service_worker.js), and tell the person when a
 // new version of the site took over. The version this browser last ran is kept in localStorage,
 // so a version installed while no page of the site was open is announced on the next visit.
+// On a host that sends no COOP/COEP headers, the page reloads once when the service worker takes
+// over, to be cross-origin isolated (web/site_worker.js); `{isolate: false}` opts out.
 //
-//   import { startOffline } from "/web/offline.js";
+//   import { startOffline } from "./web/offline.js";
 //   await startOffline(document.body);
+
+import { registerSiteWorker, reloadWhenIsolating } from "./site_worker.js";
 
 /** The localStorage key of the site version this browser last ran. */
 const SEEN = "csi-site-version";
@@ -14,12 +18,14 @@ const SEEN = "csi-site-version";
  * Register the service worker and watch its version; `root` gets the update notice and the
  * attribute `data-site-version` (the version of the service worker that controls the page).
  * @param {HTMLElement} root
- * @param {{serviceWorkerUrl?: string}} [options]
+ * @param {{serviceWorkerUrl?: string|URL, isolate?: boolean}} [options] `serviceWorkerUrl`: default
+ *   `<base>sw.js` (beside this module's folder); `isolate: false`: never reload the page to be isolated
  * @returns {Promise<ServiceWorkerRegistration|null>} null where the page cannot use a service worker
  */
 export async function startOffline(root, options = {}) {
   const container = navigator.serviceWorker;
   if (!container) return null;
+  if (options.isolate !== false) reloadWhenIsolating(container);
   // the page came from this service worker's version: another one taking over makes it out of date
   const loadedFrom = container.controller;
   container.addEventListener("message", (e) => {
@@ -34,7 +40,7 @@ export async function startOffline(root, options = {}) {
   const ask = () => container.controller?.postMessage({ type: "csi-site-version" });
   container.addEventListener("controllerchange", ask);
   ask();
-  const registration = await container.register(options.serviceWorkerUrl ?? "/sw.js", { scope: "/" });
+  const registration = await registerSiteWorker(container, options.serviceWorkerUrl);
   registration.update().catch(() => {}); // offline: the stored version goes on serving
   return registration;
 }

@@ -1,10 +1,13 @@
 // @ts-check
-// Serve this page's engine at the site's /v1/ endpoint (OpenAI's HTTP API), through the site's
-// service worker (/sw.js): any tab or iframe of the site — or the `openai` client with
-// `baseURL: location.origin + "/v1"` — then talks to the model loaded here.
+// Serve this page's engine at the site's v1/ endpoint (OpenAI's HTTP API, at `<base>v1/`, beside
+// the site's service worker `<base>sw.js`): any tab or iframe of the site — or the `openai` client
+// with `baseURL: new URL("v1", document.baseURI)` from a page at the site's root — then talks to
+// the model loaded here.
 //
-//   import { serveV1 } from "/web/v1_host.js";
+//   import { serveV1 } from "./web/v1_host.js";
 //   await serveV1(engine);
+
+import { registerSiteWorker, v1Url } from "./site_worker.js";
 
 /** HTTP status and OpenAI error `type` per engine error name. @type {Record<string, [number, string]>} */
 const STATUS = {
@@ -18,12 +21,13 @@ const STATUS = {
 };
 
 /**
- * Whether this tab serves /v1/, for the endpoint panel.
- * @typedef {{hosting: boolean, serviceWorker: boolean, models: string[], error: string|null}} V1Status
- *   `serviceWorker`: the site's service worker controls this page (its fetches of /v1/ reach it)
+ * Whether this tab serves v1/, for the endpoint panel.
+ * @typedef {{hosting: boolean, serviceWorker: boolean, models: string[], error: string|null, url: string}} V1Status
+ *   `serviceWorker`: the site's service worker controls this page (its fetches of v1/ reach it);
+ *   `url`: the endpoint's base URL (`<base>v1`, what the `openai` client takes as `baseURL`)
  */
-/** @type {{engine: import("./engine.js").WebWorkerEngine|null, error: string|null}} */
-const host = { engine: null, error: null };
+/** @type {{engine: import("./engine.js").WebWorkerEngine|null, error: string|null, url: string|null}} */
+const host = { engine: null, error: null, url: null };
 
 /** This tab's part in /v1/ now: hosting (its engine is offered), the service worker's state, the models served. */
 export function v1Status() {
@@ -34,6 +38,7 @@ export function v1Status() {
     serviceWorker: Boolean(container?.controller),
     models: host.engine ? [...host.engine.modelIds] : [],
     error: host.error,
+    url: host.url ?? v1Url(),
   };
   return status;
 }
@@ -56,9 +61,10 @@ export function httpError(err) {
 }
 
 /**
- * Register the site's service worker and offer `engine` to it. Resolves once /v1/ is served by it.
+ * Register the site's service worker and offer `engine` to it. Resolves once v1/ is served by it.
  * @param {import("./engine.js").WebWorkerEngine} engine
- * @param {{serviceWorkerUrl?: string}} [options]
+ * @param {{serviceWorkerUrl?: string|URL}} [options] `serviceWorkerUrl`: default `<base>sw.js` (beside
+ *   this module's folder); the endpoint is `v1/` beside it
  * @returns {Promise<{stop: () => void}>}
  */
 export async function serveV1(engine, options = {}) {
@@ -69,8 +75,9 @@ export async function serveV1(engine, options = {}) {
     throw new Error(host.error);
   }
   let registration;
+  host.url = v1Url(options.serviceWorkerUrl);
   try {
-    await container.register(options.serviceWorkerUrl ?? "/sw.js", { scope: "/" });
+    await registerSiteWorker(container, options.serviceWorkerUrl);
     registration = await container.ready;
   } catch (err) {
     host.error = String(/** @type {any} */ (err)?.message ?? err);
@@ -123,6 +130,7 @@ export async function serveV1(engine, options = {}) {
     running.set(id, ctrl);
     let streaming = false;
     try {
+      // the path from the site's base (the service worker strips it): "/v1/...", wherever the site is
       const route = `${msg.method} ${String(msg.path).split("?")[0].replace(/\/+$/, "")}`;
       if (route === "GET /v1/models") {
         json(200, { object: "list", data: engine.modelIds.map((m) => ({ id: m, object: "model", created: 0,

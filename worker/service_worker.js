@@ -1,7 +1,15 @@
 // @ts-check
-// The site's service worker: an OpenAI-compatible HTTP endpoint at /v1/ for every tab and iframe
-// of the site, answered by an engine that runs in one of its pages (web/v1_host.js), over a
-// MessageChannel. Nothing here loads a model: with no page holding an engine, /v1/ answers 503.
+// The site's service worker: an OpenAI-compatible HTTP endpoint at <base>v1/ for every tab and
+// iframe of the site, answered by an engine that runs in one of its pages (web/v1_host.js), over a
+// MessageChannel. Nothing here loads a model: with no page holding an engine, v1/ answers 503.
+// <base> is where this script sits (the site's root: `/`, or a sub-path such as `/a/b/`); every
+// path below is relative to it.
+//
+// Cross-origin isolation on any static host: the documents and worker scripts it serves, and the
+// site files it answers, get COOP `same-origin`, COEP `require-corp` and CORP `same-origin` unless
+// the host sent those headers itself. A page it controls is then crossOriginIsolated (threads,
+// SharedArrayBuffer) on a host that sends no such headers; the first load, before it controls the
+// page, is not (web/isolation.js reloads the page once then).
 //
 // It also keeps the site for offline use: the app shell and runtime that site-manifest.json lists
 // (written by buildtools/site.py, which stamps SITE_VERSION below) are stored when a version
@@ -11,7 +19,7 @@
 // loads in "transformers-cache".
 //
 // Host protocol (page <-> here, on the page's port):
-//   here -> page  {type: "request", id, method, path, body}   body: the request's text
+//   here -> page  {type: "request", id, method, path, body}   path: "/v1/...", from <base>; body: the request's text
 //   here -> page  {type: "abort", id}                          the HTTP request was aborted
 //   page -> here  {type: "head", id, status, headers}
 //   page -> here  {type: "data", id, text}                     part of the body (SSE events)
@@ -44,6 +52,11 @@ const MANIFEST_KEY = new URL("site-manifest.json", BASE).href;
 const SITE_PATHS = /^(|index\.html|(web|app|worker|vendor|wheels|lang|skills)\/.+|models\/models\.json)$/;
 /** Files fetched at once while a version installs. */
 const PARALLEL = 4;
+/** The headers that make a page cross-origin isolated, set where the host did not send them. */
+const ISOLATION = [["Cross-Origin-Opener-Policy", "same-origin"], ["Cross-Origin-Embedder-Policy", "require-corp"],
+  ["Cross-Origin-Resource-Policy", "same-origin"]];
+/** The requests whose responses need COEP of their own to run in an isolated page (besides navigations). */
+const OWN_POLICY = new Set(["worker", "sharedworker"]);
 
 /** @typedef {{version: string, files: Record<string, string>, lazy: Record<string, string>}} SiteManifest */
 /** @type {Promise<SiteManifest|null>|null} this version's manifest, read once from its cache */
@@ -71,22 +84,44 @@ sw.addEventListener("message", (event) => {
   } else if (event.data?.type === "csi-v1-leave") {
     dropHost(source.id, "the page holding the engine left");
   } else if (event.data?.type === "csi-site-version") {
-    source.postMessage({ type: "csi-site-version", version: SITE_VERSION });
+    // isolates: the pages it controls get the isolation headers (web/isolation.js may reload for them)
+    source.postMessage({ type: "csi-site-version", version: SITE_VERSION, isolates: true });
   }
 });
 
 sw.addEventListener("fetch", (event) => {
-  const url = new URL(event.request.url);
-  if (url.origin !== sw.location.origin) return;
-  if (url.pathname.startsWith("/v1/")) {
-    event.respondWith(answer(event.request, url));
+  const request = event.request;
+  const url = new URL(request.url);
+  // other origins (the Hub) and this origin's other sites pass untouched
+  if (url.origin !== sw.location.origin || !url.pathname.startsWith(BASE.pathname)) return;
+  const path = decodeURIComponent(url.pathname.slice(BASE.pathname.length));
+  if (path.startsWith("v1/")) {
+    event.respondWith(answer(request, `/${path}${url.search}`));
     return;
   }
-  const path = url.href.startsWith(BASE.href) ? decodeURIComponent(url.pathname.slice(BASE.pathname.length)) : null;
-  if (event.request.method !== "GET" || SITE_VERSION === "dev" || path === null || !SITE_PATHS.test(path)) return;
-  const key = new URL(path || "index.html", BASE).href; // query strings name the same file
-  event.respondWith(fromSite(event, key));
+  if (request.method !== "GET") return;
+  if (SITE_VERSION !== "dev" && SITE_PATHS.test(path)) {
+    const key = new URL(path || "index.html", BASE).href; // query strings name the same file
+    event.respondWith(fromSite(event, key).then(isolated));
+  } else if (request.mode === "navigate" || OWN_POLICY.has(request.destination)) {
+    event.respondWith(fetch(request).then(isolated));
+  }
+  // other same-origin files (models, ...) need no header to load in an isolated page: the network's answer
 });
+
+/**
+ * `response` with the isolation headers the host did not send. Opaque responses (status 0: another
+ * origin's, or a redirect a navigation follows itself) are returned as they are; the body streams.
+ * @param {Response} response @returns {Response}
+ */
+function isolated(response) {
+  if (response.status === 0) return response;
+  const missing = ISOLATION.filter(([name]) => !response.headers.has(name));
+  if (!missing.length) return response;
+  const headers = new Headers(response.headers);
+  for (const [name, value] of missing) headers.set(name, value);
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+}
 
 /** Store this version's files: unchanged ones are copied from an earlier version's cache, the rest fetched. */
 async function precache() {
@@ -269,8 +304,12 @@ function errorBody(message, code, param = null) {
   return { error: { message, type: "server_error", param, code } };
 }
 
-/** @param {Request} request @param {URL} url @returns {Promise<Response>} */
-async function answer(request, url) {
+/**
+ * A request to v1/, answered by a page's engine.
+ * @param {Request} request @param {string} path its path and query from the base, as "/v1/..."
+ * @returns {Promise<Response>}
+ */
+async function answer(request, path) {
   const hostId = await findHost();
   if (!hostId) {
     return Response.json(errorBody("no page of this site holds an engine: open one (index.html, or a page that "
@@ -298,7 +337,7 @@ async function answer(request, url) {
       if (p) p.ended = true;
     },
   });
-  port.postMessage({ type: "request", id, method: request.method, path: url.pathname + url.search, body });
+  port.postMessage({ type: "request", id, method: request.method, path, body });
   // a host page closed mid-request never answers: end the request with a 503 instead
   const watch = setInterval(async () => {
     if (!pending.has(id)) clearInterval(watch);

@@ -1,6 +1,6 @@
-// The endpoint panel: whether this tab serves the site's /v1/ (web/v1_host.js), a live check
-// (`GET /v1/models` from this page, through the service worker), and client snippets with Copy
-// buttons. Whatever the endpoint answers is shown as text only.
+// The endpoint panel: whether this tab serves the site's v1/ (csi-web/v1, at `<base>v1/`), a
+// live check (`GET <base>v1/models` from this page, through the service worker), and client
+// snippets with Copy buttons. Whatever the endpoint answers is shown as text only.
 
 import { v1Status } from "csi-web/v1";
 import { el } from "./dom.js";
@@ -22,19 +22,20 @@ function row(list, term, id) {
  * @param {HTMLElement} root
  */
 export function mountEndpoint(root) {
+  const v1 = v1Status().url;
   const facts = el("dl", "endpoint-facts");
-  const hosting = row(facts, "This tab serves /v1/", "endpoint-hosting");
+  const hosting = row(facts, "This tab serves v1/", "endpoint-hosting");
   const worker = row(facts, "Service worker", "endpoint-worker");
   const models = row(facts, "Models", "endpoint-models");
   const url = row(facts, "Base URL", "endpoint-url");
-  const check = Object.assign(el("button", "", "Check /v1/models"), { id: "endpoint-check", type: "button" });
+  const check = Object.assign(el("button", "", "Check v1/models"), { id: "endpoint-check", type: "button" });
   const result = el("pre", "endpoint-result");
   result.id = "endpoint-result";
   result.setAttribute("aria-live", "polite");
   const list = el("div", "endpoint-snippets");
   list.id = "endpoint-snippets";
   root.replaceChildren(el("h2", "", "Endpoint"),
-    el("p", "hint", "While a model is loaded here, every page of this site can use it over OpenAI's HTTP API at /v1/."),
+    el("p", "hint", `While a model is loaded here, every page of this site can use it over OpenAI's HTTP API at ${v1}/.`),
     facts, check, result, el("h3", "", "Clients"), list);
 
   let model = "";
@@ -44,12 +45,12 @@ export function mountEndpoint(root) {
     hosting.textContent = s.hosting ? "yes" : s.error ? `no: ${s.error}` : "no";
     worker.textContent = s.serviceWorker ? "active, controls this page" : "not controlling this page (reload it)";
     models.textContent = s.models.length ? s.models.join(", ") : "none";
-    url.textContent = `${location.origin}/v1`;
+    url.textContent = s.url;
     root.dataset.hosting = String(s.hosting);
   }
 
   function showSnippets() {
-    list.replaceChildren(...snippets(location.origin, model || "MODEL").map((s) => {
+    list.replaceChildren(...snippets(v1Status().url, new URL(".", document.baseURI).href, model || "MODEL").map((s) => {
       const box = el("section", "snippet");
       box.dataset.snippet = s.id;
       const code = el("pre", "", s.code);
@@ -78,10 +79,10 @@ export function mountEndpoint(root) {
   check.addEventListener("click", async () => {
     showStatus();
     check.disabled = true;
-    result.textContent = "Asking /v1/models…";
+    result.textContent = "Asking v1/models…";
     result.classList.remove("error");
     try {
-      const response = await fetch("/v1/models");
+      const response = await fetch(`${v1Status().url}/models`);
       const text = await response.text();
       let shown = text;
       try {
