@@ -48,7 +48,8 @@ export function reloadWhenIsolating(container) {
     forgetReload();
     return false;
   }
-  if (!topIsolated() || reloadedBefore()) return false;
+  // (a browser without cross-origin isolation has no `crossOriginIsolated` at all)
+  if (!("crossOriginIsolated" in globalThis) || !topIsolated() || reloadedBefore()) return false;
   /** @param {MessageEvent} e */
   const onMessage = (e) => {
     if (e.data?.type !== "csi-site-version" || e.data?.isolates !== true) return;
