@@ -5,8 +5,8 @@
 // <base> is where this script sits (the site's root: `/`, or a sub-path such as `/a/b/`); every
 // path below is relative to it.
 //
-// Cross-origin isolation on any static host: the documents and worker scripts it serves, and the
-// site files it answers, get COOP `same-origin`, COEP `require-corp` and CORP `same-origin` unless
+// Cross-origin isolation on any static host: the site's files it answers (its pages and worker
+// scripts among them) get COOP `same-origin`, COEP `require-corp` and CORP `same-origin` unless
 // the host sent those headers itself. A page it controls is then crossOriginIsolated (threads,
 // SharedArrayBuffer) on a host that sends no such headers; the first load, before it controls the
 // page, is not (web/isolation.js reloads the page once then).
@@ -48,7 +48,8 @@ const SITE_CACHE = SITE_PREFIX + SITE_VERSION;
 /** The site's root (the service worker sits at it), and the manifest's key in a version's cache. */
 const BASE = new URL("./", sw.location.href);
 const MANIFEST_KEY = new URL("site-manifest.json", BASE).href;
-/** The paths site-manifest.json can list; other requests (models, bench pages) go to the network. */
+/** The paths site-manifest.json can list, the site's pages among them; other requests (models, bench
+ * pages) go to the network untouched. */
 const SITE_PATHS = /^(|index\.html|(web|app|worker|vendor|wheels|lang|skills)\/.+|models\/models\.json)$/;
 /** Files fetched at once while a version installs. */
 const PARALLEL = 4;
@@ -99,14 +100,15 @@ sw.addEventListener("fetch", (event) => {
     event.respondWith(answer(request, `/${path}${url.search}`));
     return;
   }
-  if (request.method !== "GET") return;
-  if (SITE_VERSION !== "dev" && SITE_PATHS.test(path)) {
+  // other paths pass untouched: models and the like need no header to load in an isolated page,
+  // and pages that are not this site's (another site under this scope) are not ours to change
+  if (request.method !== "GET" || !SITE_PATHS.test(path)) return;
+  if (SITE_VERSION !== "dev") {
     const key = new URL(path || "index.html", BASE).href; // query strings name the same file
     event.respondWith(fromSite(event, key).then(isolated));
   } else if (request.mode === "navigate" || OWN_POLICY.has(request.destination)) {
     event.respondWith(fetch(request).then(isolated));
   }
-  // other same-origin files (models, ...) need no header to load in an isolated page: the network's answer
 });
 
 /**
