@@ -54,10 +54,10 @@ OPENAI = """async ([model, question]) => {
 # A skill that keeps Python busy, past a 1 s time limit: only Python's interrupt, which the page
 # trips through a SharedArrayBuffer (cross-origin isolation), stops it; otherwise the page gives up
 # on it 3 s past its limit and the worker stays busy.
-INTERRUPT = """async (spin) => {
-  const { CreateWebWorkerEngine } = await import(new URL('web/engine.js', document.baseURI).href);
+INTERRUPT = """async ([spin, site]) => {
+  const { CreateWebWorkerEngine } = await import(new URL('web/engine.js', site).href);
   const engine = await CreateWebWorkerEngine(
-    new Worker(new URL('worker/worker.js', document.baseURI), {type: 'module'}), ['tiny-chat']);
+    new Worker(new URL('worker/worker.js', site), {type: 'module'}), ['tiny-chat']);
   await engine.skills.register({name: 'spin', source: spin});
   const t = performance.now();
   const stopped = await engine.skills.run('spin', {}, {timeLimitMs: 1000})
@@ -119,6 +119,22 @@ def wait_ready(page: Any, timeout_s: float = 240) -> None:
         time.sleep(0.25)
 
 
+class Laps:
+    """Seconds each part of a test took, for its printout."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.parts: list[str] = []
+
+    def __call__(self, what: str) -> None:
+        now = time.monotonic()
+        self.parts.append(f"{what} {now - self.start:.1f} s")
+        self.start = now
+
+    def __str__(self) -> str:
+        return ", ".join(self.parts)
+
+
 def loads(page: Any) -> list[dict[str, bool]]:
     return page.evaluate("JSON.parse(sessionStorage.getItem('test-loads'))")
 
@@ -128,6 +144,7 @@ def test_the_site_isolates_itself_answers_offline_and_serves_v1_under_its_base(
         browser: Any, plain_host: PlainHost, base: str) -> None:
     site = plain_host.url + base
     served = len(plain_host.paths)
+    laps = Laps()
     context, requests = tracked_context(browser)
     page = context.new_page()
     page.set_default_timeout(240_000)
@@ -138,8 +155,10 @@ def test_the_site_isolates_itself_answers_offline_and_serves_v1_under_its_base(
     wait_ready(page)
     # not isolated, then the one reload of its own once the service worker controls it
     assert loads(page) == [{"isolated": False, "controlled": False}, {"isolated": True, "controlled": True}]
+    laps("isolated after its reload")
     answer = ask(page, QUESTION)
     assert "Paris" in answer, answer
+    laps("answered")
 
     # v1/ under the base, through the official client
     reply = page.evaluate(OPENAI, [MODEL, QUESTION])
@@ -148,19 +167,21 @@ def test_the_site_isolates_itself_answers_offline_and_serves_v1_under_its_base(
     page.click("#tab-endpoint")
     assert page.locator("#endpoint-url").inner_text() == site + "v1"
     page.click("#tab-chat")
+    laps("v1/ answered")
 
     # the engine's worker is isolated too, and Python's interrupts stop a busy skill at its limit
     other = context.new_page()
     other.set_default_timeout(240_000)
     other.goto(site + "web/engine.js")  # a document of the site, served by its service worker
     assert other.evaluate("crossOriginIsolated")
-    out = other.evaluate(INTERRUPT, SPIN)
+    out = other.evaluate(INTERRUPT, [SPIN, site])
     assert out["shared"], out
     assert out["stopped"]["name"] == "SkillError" and "time limit of 1 s" in out["stopped"]["message"], out
     assert "abandoned" not in out["stopped"]["message"] and out["stopped"]["ms"] < 3000, out
     assert out["after"] in ("stop", "length")
     assert other.workers and all(w.evaluate("self.crossOriginIsolated") for w in other.workers)
     other.close()
+    laps("a busy skill interrupted")
 
     # offline: the stored site, isolated by the service worker, answers the same
     context.set_offline(True)
@@ -170,6 +191,8 @@ def test_the_site_isolates_itself_answers_offline_and_serves_v1_under_its_base(
     assert loads(page)[-1] == {"isolated": True, "controlled": True} and len(loads(page)) == 3
     page.click("#clear")
     assert ask(page, QUESTION) == answer
+    laps("answered offline")
+    print(f"\n{base or '/'}: {laps}")
 
     assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
     outside = [p for p in plain_host.paths[served:] if not p.startswith("/" + base)]
