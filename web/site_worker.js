@@ -6,31 +6,40 @@
 //
 //   import { registerSiteWorker, reloadWhenIsolating } from "./site_worker.js";
 
-/** The site's root (`<base>`): this module is `<base>web/site_worker.js`. */
-export const SITE_ROOT = new URL("../", import.meta.url);
-/** The service worker's default URL; its scope is its folder, the site's root. */
-export const SERVICE_WORKER_URL = new URL("sw.js", SITE_ROOT);
+import { runtimeBase } from "./runtime_base.js";
+
+/** Replaced by csi-web/vite's transform with where it writes the service worker. @type {string|null} */
+const BUNDLED_SERVICE_WORKER = null;
+
+/**
+ * The service worker's default URL: `sw.js` in the site's root (`<base>`, the folder of web/ and
+ * worker/), or where csi-web/vite wrote it. Its scope is its folder.
+ */
+export function serviceWorkerUrl() {
+  if (BUNDLED_SERVICE_WORKER !== null) return new URL(BUNDLED_SERVICE_WORKER, document.baseURI);
+  return new URL("sw.js", runtimeBase());
+}
 /** The sessionStorage key that says this tab already reloaded once to be isolated. */
 const RELOADED = "csi-isolation-reload";
 
 /**
  * Register the site's service worker, with the scope of its folder.
  * @param {ServiceWorkerContainer} container
- * @param {string|URL} [serviceWorkerUrl] another URL of it (relative to the page); default {@link SERVICE_WORKER_URL}
+ * @param {string|URL} [url] another URL of it (relative to the page); default {@link serviceWorkerUrl}
  * @returns {Promise<ServiceWorkerRegistration>}
  */
-export function registerSiteWorker(container, serviceWorkerUrl) {
-  const script = new URL(serviceWorkerUrl ?? SERVICE_WORKER_URL, document.baseURI);
+export function registerSiteWorker(container, url) {
+  const script = new URL(url ?? serviceWorkerUrl(), document.baseURI);
   return container.register(script, { scope: new URL("./", script).href });
 }
 
 /**
  * The URL of the site's OpenAI-compatible endpoint (`<base>v1`, no trailing slash), served by the
  * service worker at `serviceWorkerUrl`.
- * @param {string|URL} [serviceWorkerUrl]
+ * @param {string|URL} [url] the service worker's URL; default {@link serviceWorkerUrl}
  */
-export function v1Url(serviceWorkerUrl) {
-  return new URL("v1", new URL(serviceWorkerUrl ?? SERVICE_WORKER_URL, document.baseURI)).href;
+export function v1Url(url) {
+  return new URL("v1", new URL(url ?? serviceWorkerUrl(), document.baseURI)).href;
 }
 
 /**

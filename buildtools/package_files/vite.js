@@ -16,6 +16,7 @@ const PACKAGE = fileURLToPath(new URL(".", import.meta.url));
 /** The folders the worker loads by URL. */
 const RUNTIME = ["worker", "vendor", "wheels", "lang"];
 const MARK = "const BUNDLED_RUNTIME = null;";
+const SW_MARK = "const BUNDLED_SERVICE_WORKER = null;";
 
 /**
  * @param {{dir?: string, serviceWorker?: boolean}} [options] `dir`: the folder of the build the
@@ -40,7 +41,13 @@ export default function csiWeb(options = {}) {
     },
     /** @param {string} code @param {string} id */
     transform(code, id) {
-      if (!building || !id.split("?")[0].replaceAll("\\", "/").endsWith("/csi-web/web/runtime_base.js")) return null;
+      const file = id.split("?")[0].replaceAll("\\", "/");
+      if (building && file.endsWith("/csi-web/web/site_worker.js") && (options.serviceWorker ?? true)) {
+        // the pages register the service worker where writeBundle puts it
+        if (!code.includes(SW_MARK)) throw new Error("csi-web/vite: web/site_worker.js has no service worker mark");
+        return { code: code.replace(SW_MARK, 'const BUNDLED_SERVICE_WORKER = import.meta.env.BASE_URL + "sw.js";'), map: null };
+      }
+      if (!building || !file.endsWith("/csi-web/web/runtime_base.js")) return null;
       if (!code.includes(MARK)) throw new Error("csi-web/vite: web/runtime_base.js has no runtime mark");
       return { code: code.replace(MARK, `const BUNDLED_RUNTIME = import.meta.env.BASE_URL + ${JSON.stringify(dir + "/")};`), map: null };
     },
