@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 
-from buildtools.serve import MIME
 from buildtools.soak_interrupts import SPIN
 from tests.browser.test_browser_offline import ask
 from tests.support.browser import LOCAL_PREFIXES, tracked_context
 from tests.support.paths import DIST
+from tests.support.plain_server import PlainHandler
 
 pytestmark = pytest.mark.browser
 
@@ -68,25 +68,20 @@ INTERRUPT = """async ([spin, site]) => {
 
 
 class PlainHost:
-    """A folder served over HTTP with nothing but MIME types: no COOP/COEP/CORP, no cache headers."""
+    """A folder served as a static host serves it (tests/support/plain_server.py: MIME types, no
+    COOP/COEP/CORP), noting every path asked for."""
 
     def __init__(self, root: Path) -> None:
         paths: list[str] = []
 
-        class Plain(http.server.SimpleHTTPRequestHandler):
-            extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME}
-
+        class Logged(PlainHandler):
             def send_head(self) -> Any:
                 paths.append(self.path)
                 return super().send_head()
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
-                pass
-
-        self.paths = paths  # every path asked for, in order
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: Plain(*a, directory=str(root)))
+        self.paths = paths  # in order
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: Logged(*a, directory=str(root)))
         self.server.daemon_threads = True
-        self.server.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
