@@ -233,7 +233,8 @@ REAL_MODEL = "smollm2-135m-instruct"
 PREFILL_REPEATS = 65
 
 
-SECTIONS = ("sampling", "decode", "webgpu", "embeddings", "extras", "startup", "index", "memory", "remote")
+SECTIONS = ("sampling", "decode", "webgpu", "embeddings", "extras", "startup", "index", "memory", "remote",
+            "package")
 
 
 def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -> int:
@@ -245,6 +246,7 @@ def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -
     from .bench_embed import embed_bench
     from .bench_gpu import run_webgpu_bench
     from .bench_memory import memory_bench
+    from .bench_package import package_bench
     from .bench_remote import remote_bench
     from .bench_startup import startup_bench
     from .hub_mirror import Mirror
@@ -315,6 +317,9 @@ def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -
             if "memory" in wanted:
                 log("bench: memory over 200 generations, 20 load/unload cycles, 10 model switches")
                 result["memory"] = memory_bench(p, url, CHROMIUM, ARGS)
+            if "package" in wanted:
+                log("bench: the npm package, and a Vite app built with it: page to first token, cold and warm")
+                result |= package_bench(p, CHROMIUM, ARGS)
     except Exception as exc:  # the sections measured so far are still printed, with the failure
         result["failed"] = f"{type(exc).__name__}: {exc}"
         raise

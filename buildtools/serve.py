@@ -1,4 +1,5 @@
-"""A static server for dist/ on 127.0.0.1 with COOP/COEP (crossOriginIsolated) and right MIME types."""
+"""A static server for dist/ on 127.0.0.1 with COOP/COEP (crossOriginIsolated) and right MIME types;
+or, with ``isolate=False``, a plain one, as most static hosts are (no special headers)."""
 
 from __future__ import annotations
 
@@ -21,15 +22,8 @@ MIME = {
 }
 
 
-class Handler(http.server.SimpleHTTPRequestHandler):
+class PlainHandler(http.server.SimpleHTTPRequestHandler):
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME}
-
-    def end_headers(self) -> None:
-        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
-        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
-        self.send_header("Cross-Origin-Resource-Policy", "same-origin")
-        self.send_header("Cache-Control", "no-cache")
-        super().end_headers()
 
     def handle(self) -> None:
         try:
@@ -42,16 +36,27 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
 
-def make_server(root: Path, port: int = 8000, verbose: bool = False) -> http.server.ThreadingHTTPServer:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Handler, directory=str(root)))
+class Handler(PlainHandler):
+    def end_headers(self) -> None:
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        self.send_header("Cross-Origin-Resource-Policy", "same-origin")
+        self.send_header("Cache-Control", "no-cache")
+        super().end_headers()
+
+
+def make_server(root: Path, port: int = 8000, verbose: bool = False,
+                isolate: bool = True) -> http.server.ThreadingHTTPServer:
+    handler = Handler if isolate else PlainHandler
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(handler, directory=str(root)))
     server.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
     server.daemon_threads = True
     server.verbose = verbose  # type: ignore[attr-defined]
     return server
 
 
-def serve_in_thread(root: Path, port: int = 0) -> tuple[http.server.ThreadingHTTPServer, str]:
+def serve_in_thread(root: Path, port: int = 0, isolate: bool = True) -> tuple[http.server.ThreadingHTTPServer, str]:
     """Start a server in a daemon thread; returns it and its base URL (port 0 = any free port)."""
-    server = make_server(root, port)
+    server = make_server(root, port, isolate=isolate)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/"

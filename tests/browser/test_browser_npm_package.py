@@ -17,49 +17,13 @@ import jsonschema
 import numpy as np
 import pytest
 
-from buildtools.pack import copy_models, pack
+from buildtools.npm_app import make_vite_app
+from buildtools.pack import pack
+from buildtools.serve import serve_in_thread
 from tests.support.browser import LOCAL_PREFIXES, tracked_context
 from tests.support.paths import DIST, ROOT
-from tests.support.plain_server import serve_plain
 from tests.support.reference import sentence_transformer
 
-VITE = "8.3.8"
-MODELS = ["smollm2-135m-instruct", "all-minilm-l6-v2"]
-
-# The app's own code: the same module is bundled by Vite (index.html) and served as it is (plain.html).
-MAIN = """import { CreateMLCEngine } from "csi-web";
-
-const demo = { firstTokenMs: null, text: "", done: false, error: null };
-window.demo = demo;
-try {
-  const engine = await CreateMLCEngine(["smollm2-135m-instruct", "all-minilm-l6-v2"], { device: "wasm" });
-  window.engine = engine;
-  const stream = await engine.chat.completions.create({
-    messages: [{ role: "user", content: "What is the capital of France?" }],
-    stream: true, temperature: 0, max_tokens: 24,
-  });
-  for await (const chunk of stream) {
-    const piece = chunk.choices[0]?.delta.content ?? "";
-    if (piece && demo.firstTokenMs === null) demo.firstTokenMs = performance.now();
-    demo.text += piece;
-  }
-} catch (err) {
-  demo.error = `${err.name}: ${err.message}`;
-}
-demo.done = true;
-"""
-VITE_CONFIG = """import { defineConfig } from "vite";
-import csiWeb from "csi-web/vite";
-
-export default defineConfig({ plugins: [csiWeb()] });
-"""
-INDEX = """<!doctype html><html><head><meta charset="utf-8"><title>app</title></head>
-<body><script type="module" src="/main.js"></script></body></html>
-"""
-PLAIN = """<!doctype html><html><head><meta charset="utf-8"><title>plain</title>
-<script type="importmap">{"imports": {"csi-web": "./node_modules/csi-web/web/engine.js"}}</script>
-</head><body><script type="module" src="./main.js"></script></body></html>
-"""
 # tsc over an app using the package's types; each @ts-expect-error line must fail to type-check.
 CHECK = """import { CreateMLCEngine, EngineError } from "csi-web";
 import { LanguageModel } from "csi-web/prompt-api";
@@ -97,37 +61,19 @@ export async function app(): Promise<string> {
 """
 
 
-def _run(cmd: list[str], cwd: Path, timeout: float = 600) -> None:
-    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-    assert out.returncode == 0, f"{' '.join(cmd)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
-
-
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The packed tarball, installed into a new Vite app that is then built."""
     work = tmp_path_factory.mktemp("npm")
-    tgz = pack(DIST, work)
-    root = work / "app"
-    root.mkdir()
-    (root / "package.json").write_text(json.dumps({
-        "name": "csi-web-test-app", "private": True, "type": "module",
-        "dependencies": {"csi-web": f"file:{tgz}"}, "devDependencies": {"vite": VITE}}, indent=1))
-    (root / "vite.config.js").write_text(VITE_CONFIG)
-    (root / "index.html").write_text(INDEX)
-    (root / "plain.html").write_text(PLAIN)
-    (root / "main.js").write_text(MAIN)
-    (root / "check.ts").write_text(CHECK)
-    _run(["npm", "install", "--no-audit", "--no-fund", "--prefer-offline"], root)
-    copy_models(root / "public" / "models", MODELS)
-    (root / "models").symlink_to(root / "public" / "models")  # the plain page's models/, next to it
-    _run([str(root / "node_modules" / ".bin" / "vite"), "build"], root)
-    return root
+    app = make_vite_app(work / "app", pack(DIST, work))
+    (app / "check.ts").write_text(CHECK)
+    return app
 
 
 @pytest.fixture(scope="module")
 def built_app(app: Path) -> Iterator[str]:
     """The Vite app's build (dist/), as a static host serves it."""
-    server, url = serve_plain(app / "dist")
+    server, url = serve_in_thread(app / "dist", isolate=False)
     yield url
     server.shutdown()
 
@@ -135,7 +81,7 @@ def built_app(app: Path) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def app_folder(app: Path) -> Iterator[str]:
     """The app's folder as it is (node_modules/ included), for the page that imports the package unbundled."""
-    server, url = serve_plain(app)
+    server, url = serve_in_thread(app, isolate=False)
     yield url
     server.shutdown()
 
