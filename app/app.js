@@ -40,7 +40,7 @@ async function createEngine(modelId, config) {
   const engine = new WebWorkerEngine(worker, config);
   /** @type {import("csi-web").LoadResult} */
   const load = await engine.reload(modelId);
-  serveV1(engine).catch((err) => console.warn(`/v1/ is not served from this tab: ${err.message}`));
+  serveV1(engine).catch((err) => console.warn(`v1/ is not served from this tab: ${err.message}`));
   return { engine, load };
 }
 
