@@ -4,11 +4,14 @@
   python3 build.py              set up everything and build dist/
   python3 build.py serve [--port N]   ... then serve it at http://127.0.0.1:8000/
   python3 build.py test [pytest args] ... then build the tests' llama.cpp server (once) and run the suite
+                                       (or only the test files named among the args)
   python3 build.py bench [--only sampling,decode,...]  ... then run the benchmarks and print JSON
   python3 build.py bench --device webgpu  ... the same on a hardware GPU (fails clearly without one)
   python3 build.py fuzz         ... then run the fuzzers with 10x the suite's budget
   python3 build.py soak [--minutes N]  ... then N minutes (30) of mixed traffic, and index faults
   python3 build.py import-gguf FILE.gguf [--id NAME]  ... then make a model the site serves from a GGUF
+  python3 build.py pack         ... then write the npm package csi-web-<version>.tgz (the library)
+  python3 build.py copy-models DIR [--only id,...]  ... then copy the built models into an app's models/ folder
 
 Any Python 3.11+ runs it: it makes .venv/ in the checkout with that interpreter and runs itself
 there, so pip installs nothing outside the checkout (Debian's externally managed python3 included).
@@ -79,10 +82,12 @@ def import_gguf(rest: list[str], model_id: str | None) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", nargs="?", default="build",
-                        choices=["build", "serve", "test", "bench", "fuzz", "soak", "import-gguf"])
+                        choices=["build", "serve", "test", "bench", "fuzz", "soak", "import-gguf", "pack",
+                                 "copy-models"])
     parser.add_argument("--minutes", type=float, default=30.0, help="soak: how long the traffic runs")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--only", help="bench: a comma-separated list of sections (default: all)")
+    parser.add_argument("--only", help="bench: a comma-separated list of sections (default: all); "
+                        "copy-models: a comma-separated list of model ids (default: all)")
     parser.add_argument("--device", choices=["wasm", "webgpu"], default="wasm",
                         help="bench: wasm (default), or webgpu on a hardware adapter (Chromium's Vulkan flags)")
     parser.add_argument("--id", dest="model_id", help="import-gguf: the model's id (default: from the file name)")
@@ -96,7 +101,7 @@ def main() -> int:
 
         dist = setup(browser=False)
         server = make_server(dist, args.port, verbose=True)
-        print(f"csi-web is served at http://127.0.0.1:{args.port}/  (Ctrl-C stops)", flush=True)
+        print(f"csi-web is served at http://127.0.0.1:{server.server_address[1]}/  (Ctrl-C stops)", flush=True)
         try:
             server.serve_forever()
         except KeyboardInterrupt:
@@ -108,7 +113,10 @@ def main() -> int:
 
         ensure_server()  # the remote-model tests' llama.cpp server (compiled once: ~3 min on 2 cores)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "py"), str(ROOT)])}
-        return subprocess.call([sys.executable, "-m", "pytest", "tests", *rest], cwd=ROOT, env=env)
+        # test files or folders named on the command line replace the whole suite
+        named = any(not arg.startswith("-") and (ROOT / arg.split("::")[0]).exists() for arg in rest)
+        suite = [] if named else ["tests"]
+        return subprocess.call([sys.executable, "-m", "pytest", *suite, *rest], cwd=ROOT, env=env)
     if args.command == "fuzz":  # the suite's fuzzers with a budget 10x larger (CSI_FUZZ_EXAMPLES overrides)
         setup(browser=True)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "py"), str(ROOT)]),
@@ -122,6 +130,21 @@ def main() -> int:
         from buildtools.soak import run_soak
 
         return run_soak(dist, args.minutes)
+    if args.command == "pack":
+        from buildtools.pack import pack
+
+        print(pack(setup(browser=False)))
+        return 0
+    if args.command == "copy-models":
+        if len(rest) != 1:
+            print("usage: python3 build.py copy-models DIR [--only id,...]", file=sys.stderr)
+            return 2
+        from buildtools.pack import copy_models
+
+        setup(browser=False)
+        ids = copy_models(Path(rest[0]).resolve(), args.only.split(",") if args.only else None)
+        print(f"copied {', '.join(ids)} into {Path(rest[0]).resolve()}")
+        return 0
     if args.command == "import-gguf":
         return import_gguf(rest, args.model_id)
     if args.command == "bench":

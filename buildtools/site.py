@@ -179,7 +179,8 @@ def build_site() -> Path:
               lambda rel: rel.suffix == ".mjs" or rel.as_posix() == "internal/auth/x509-transport-state.js")
     for package, module in CODEMIRROR.items():
         sync_file(NODE / module, DIST / "vendor" / "codemirror" / package / Path(module).name)
-    sync_tree(ROOT / "web", DIST / "web")
+    sync_tree(ROOT / "web", DIST / "web")  # the library (what `build.py pack` ships)
+    sync_tree(ROOT / "app", DIST / "app")  # the playground, which uses the library through its public names
     sync_tree(ROOT / "worker", DIST / "worker")
     sync_tree(ROOT / "bench", DIST / "bench")
     # The example skills' sources, for the playground's skill studio: name -> file in index.json.
@@ -229,7 +230,7 @@ def _offline_role(rel: str) -> str | None:
     the service worker)."""
     if rel.startswith("wheels/packages/") and rel.endswith(".whl"):
         return "lazy"
-    if rel == "index.html" or rel.startswith(("web/", "wheels/", "skills/")) or rel == "models/models.json":
+    if rel == "index.html" or rel.startswith(("web/", "app/", "wheels/", "skills/")) or rel == "models/models.json":
         return "files"
     if rel.startswith("worker/"):
         return None if rel == "worker/service_worker.js" else "files"

@@ -25,6 +25,7 @@ import { interruptSkills, PythonInterrupts, skillsApi } from "./client/skills_ap
 import { spinApi } from "./client/spin_api.js";
 import { toolsApi } from "./client/tools_api.js";
 import { WorkerClient } from "./client/worker_client.js";
+import { workerUrl } from "./runtime_base.js";
 
 /**
  * @typedef {import("../worker/protocol.js").MessageType} MessageType
@@ -34,6 +35,8 @@ import { WorkerClient } from "./client/worker_client.js";
  * @typedef {import("../worker/protocol.js").IndexPutProgress} IndexPutProgress
  * @typedef {import("../worker/protocol.js").Progress} Progress
  * @typedef {import("../worker/protocol.js").MemoryStats} MemoryStats
+ * @typedef {import("../worker/protocol.js").LoadResult} LoadResult
+ * @typedef {import("./client/index_api.js").Committed} Committed
  * @typedef {import("./client/js_heap.js").JsHeap} JsHeap
  * @typedef {import("./client/load_progress.js").InitProgressReport} InitProgressReport
  * @typedef {import("./client/calls.js").Deadline} Deadline
@@ -59,20 +62,24 @@ import { WorkerClient } from "./client/worker_client.js";
 /**
  * @typedef {{initProgressCallback?: (r: InitProgressReport) => void,
  *            device?: "wasm"|"webgpu"|"auto", skillTimeLimitMs?: number, hubMirror?: string|null,
- *            appConfig?: AppConfig, modelAliases?: Record<string, string>, remotes?: RemoteServer[]}} EngineConfig
+ *            appConfig?: AppConfig, modelAliases?: Record<string, string>, remotes?: RemoteServer[],
+ *            runtimeUrl?: string|URL, modelsUrl?: string|URL}} EngineConfig
  *   `modelAliases`: other names for loaded models, e.g. `{"llama-3.1-8b-instruct": "smollm2-135m-instruct"}`,
  *   so skills written for Pharia Kernel's models run unchanged (every API face accepts them).
  *   `hubMirror`: the base URL models that are not built in come from (default the Hugging Face Hub,
  *   `https://huggingface.co/`), laid out as the Hub: `<hubMirror><org>/<name>/resolve/main/<file>`.
  *   `remotes`: OpenAI-compatible servers (llama.cpp, vLLM, ...) and the models they serve, e.g.
  *   `[{baseURL: "http://127.0.0.1:8080/v1", apiKey: "...", models: ["qwen2.5-7b-instruct"]}]`; see `setRemotes`.
+ *   `runtimeUrl` (`CreateMLCEngine`, `MLCEngine`): the folder of csi-web's worker/, vendor/, wheels/
+ *   (default: this package's, or where csi-web/vite copied them). `modelsUrl`: the same-origin folder
+ *   with models.json (default: models/ next to the page, then the runtime's; then the Hub).
  * @typedef {import("./client/remotes.js").RemoteServer} RemoteServer
  * @typedef {{model_list?: Array<{model_id: string, model?: string, [k: string]: unknown}>,
  *            useIndexedDBCache?: boolean, [k: string]: unknown}} AppConfig
  *   WebLLM's app config: only what csi-web can use of it is used (see `setAppConfig`).
  */
 
-export { EngineError };
+export { EngineError, workerUrl };
 export { SKILL_TIME_LIMIT_MS } from "./client/skills_api.js";
 export {
   deleteChatConfigInCache,
@@ -353,9 +360,6 @@ export async function CreateWebWorkerEngine(worker, modelIds, config = {}, chatO
 /** WebLLM's name for {@link CreateWebWorkerEngine}. */
 export const CreateWebWorkerMLCEngine = CreateWebWorkerEngine;
 
-/** The worker module this file's site serves. */
-const WORKER_URL = new URL("../worker/worker.js", import.meta.url);
-
 /**
  * WebLLM's `MLCEngine`: `new MLCEngine(config)`, then `reload(modelIds)`; the same engine as
  * {@link WebWorkerEngine}, with its module worker created for you.
@@ -363,13 +367,13 @@ const WORKER_URL = new URL("../worker/worker.js", import.meta.url);
 export class MLCEngine extends WebWorkerEngine {
   /** @param {EngineConfig} [config] */
   constructor(config = {}) {
-    super(new Worker(WORKER_URL, { type: "module" }), config);
+    super(new Worker(workerUrl(config), { type: "module" }), config);
   }
 }
 
 /** WebLLM's `prebuiltAppConfig`: the models built into this site. */
 export const prebuiltAppConfig = Object.freeze({
-  model_list: ["smollm2-135m-instruct", "tiny-chat", "tiny-gpt2", "all-minilm-l6-v2"].map((id) => ({ model_id: id, model: `/models/${id}/` })),
+  model_list: ["smollm2-135m-instruct", "tiny-chat", "tiny-gpt2", "all-minilm-l6-v2"].map((id) => ({ model_id: id, model: `models/${id}/` })),
   useIndexedDBCache: false,
 });
 

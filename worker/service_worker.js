@@ -41,7 +41,7 @@ const SITE_CACHE = SITE_PREFIX + SITE_VERSION;
 const BASE = new URL("./", sw.location.href);
 const MANIFEST_KEY = new URL("site-manifest.json", BASE).href;
 /** The paths site-manifest.json can list; other requests (models, bench pages) go to the network. */
-const SITE_PATHS = /^(|index\.html|(web|worker|vendor|wheels|lang|skills)\/.+|models\/models\.json)$/;
+const SITE_PATHS = /^(|index\.html|(web|app|worker|vendor|wheels|lang|skills)\/.+|models\/models\.json)$/;
 /** Files fetched at once while a version installs. */
 const PARALLEL = 4;
 

@@ -1,4 +1,4 @@
-"""Replies as Markdown (web/render/markdown.js) and tokens by probability (web/render/token_view.js),
+"""Replies as Markdown (app/render/markdown.js) and tokens by probability (app/render/token_view.js),
 in the real page: GitHub-flavored Markdown as its spec shows it, hostile input that runs and loads
 nothing, streaming that never rebuilds finished blocks."""
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.browser
 
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 RENDER = """async ([markdown]) => {
-  const { renderMarkdown } = await import('/web/render/markdown.js');
+  const { renderMarkdown } = await import('/app/render/markdown.js');
   const box = document.createElement('div');
   box.id = 'md-' + Math.random().toString(36).slice(2);
   document.querySelector('#messages').append(box);
@@ -284,7 +284,7 @@ for i in range(3):
 
 def test_streaming_rebuilds_only_what_changed_and_ends_as_a_one_shot_render(md: Page) -> None:
     out = md.page.evaluate("""async (text) => {
-        const { renderMarkdown } = await import('/web/render/markdown.js');
+        const { renderMarkdown } = await import('/app/render/markdown.js');
         const box = document.createElement('div');
         document.querySelector('#messages').append(box);
         const frame = () => new Promise(requestAnimationFrame);
@@ -327,7 +327,7 @@ LOGPROBS = [
 
 def test_the_token_view_tints_by_probability_and_shows_the_alternatives(md: Page) -> None:
     md.page.evaluate("""async (content) => {
-        const { renderTokenView } = await import('/web/render/token_view.js');
+        const { renderTokenView } = await import('/app/render/token_view.js');
         const box = document.createElement('div');
         box.id = 'tv';
         document.querySelector('#messages').append(box);
@@ -359,7 +359,7 @@ def test_rendered_replies_pass_axe_in_both_themes(browser: Any, site_url: str, s
     try:
         p.render(STREAMED + "\n> quoted [link](https://example.com)\n\n- [x] done\n")
         p.page.evaluate("""async (content) => {
-            const { renderTokenView } = await import('/web/render/token_view.js');
+            const { renderTokenView } = await import('/app/render/token_view.js');
             const box = document.createElement('div');
             document.querySelector('#messages').append(box);
             renderTokenView(box, content);

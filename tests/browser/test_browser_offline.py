@@ -100,7 +100,7 @@ def expected_version(root: Path) -> str:
 
 def kept_offline(rel: str) -> bool:
     top = rel.split("/")[0]
-    return (rel in ("index.html", "models/models.json") or top in ("web", "wheels", "lang", "skills")
+    return (rel in ("index.html", "models/models.json") or top in ("web", "app", "wheels", "lang", "skills")
             or (top == "worker" and rel != "worker/service_worker.js")
             or (top == "vendor" and not rel.startswith("vendor/openai/")))
 
@@ -172,7 +172,7 @@ def test_a_new_version_is_picked_up_on_the_next_visit_and_the_person_is_told(bro
     assert first == expected_version(own_site.root)
     assert page.locator(".update-notice").count() == 0
 
-    own_site.change("web/styles/base.css", "\n" + MARKER + "\n")
+    own_site.change("app/styles/base.css", "\n" + MARKER + "\n")
     second = write_site_manifest(own_site.root, ROOT / "worker" / "service_worker.js")
     assert second == expected_version(own_site.root) != first
     served = len(own_site.paths)
@@ -191,7 +191,7 @@ def test_a_new_version_is_picked_up_on_the_next_visit_and_the_person_is_told(bro
                            [f"csi-site-{first}", f"csi-site-{second}"])
     assert stored == [False, True]  # the version before is deleted
     fetched = [p.split("?")[0] for p in own_site.paths[served:]]
-    assert "/web/styles/base.css" in fetched
+    assert "/app/styles/base.css" in fetched
     assert "/vendor/pyodide/pyodide.asm.wasm" not in fetched  # unchanged files come from the version before
 
     # the visit after (the notice's Reload): the new version's files, and no notice again
@@ -199,11 +199,11 @@ def test_a_new_version_is_picked_up_on_the_next_visit_and_the_person_is_told(bro
         notice.get_by_role("button", name="Reload").click()
     page.wait_for_selector("body[data-ready='true']")
     assert controlled(page) == second
-    assert MARKER in page.evaluate("async () => (await fetch('/web/styles/base.css')).text()")
+    assert MARKER in page.evaluate("async () => (await fetch('/app/styles/base.css')).text()")
     assert page.locator(".update-notice").count() == 0
     manifest = json.loads((own_site.root / "site-manifest.json").read_text())
-    assert manifest["files"]["web/styles/base.css"] == hashlib.sha256(
-        (own_site.root / "web/styles/base.css").read_bytes()).hexdigest()
+    assert manifest["files"]["app/styles/base.css"] == hashlib.sha256(
+        (own_site.root / "app/styles/base.css").read_bytes()).hexdigest()
     assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
     context.close()
 

@@ -23,8 +23,10 @@ def import_map() -> dict[str, str]:
 
 
 def served(url: str) -> Path:
-    """The source file the build copies to a `./vendor/...` URL."""
+    """The source file the build copies to a `./vendor/...` URL (or a file of the site's own)."""
     rel = url.removeprefix("./")
+    if (ROOT / rel).is_file() and rel.startswith(("web/", "app/")):
+        return ROOT / rel
     for package, module in CODEMIRROR.items():
         if rel == f"vendor/codemirror/{package}/{Path(module).name}":
             return NODE / module
@@ -47,7 +49,8 @@ def test_every_entry_points_at_a_file_the_build_copies() -> None:
 
 def test_every_bare_import_of_the_page_and_its_libraries_is_mapped() -> None:
     imports = import_map()
-    sources = [p for p in (ROOT / "web").rglob("*.js")] + [served(u) for u in imports.values()]
+    sources = [p for folder in ("web", "app") for p in (ROOT / folder).rglob("*.js")]
+    sources += [served(u) for u in imports.values()]
     missing = {(p.name, s) for p in sources for s in bare_imports(p) if s not in imports}
     assert missing == set()
     # the check sees imports: the editor's modules import one another by bare name

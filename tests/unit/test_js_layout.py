@@ -1,10 +1,13 @@
 """The JS wing's layering, read from its imports, and the size of every file a person maintains:
-the worker never loads page code, the page client loads no worker code (it only names its types)
-and no playground panel, nothing loads the playground's wiring, no import circles; no hand-written
-file in py/csi, web/ or worker/ grows past ~400 lines."""
+the library (web/: the engine and its client, the Prompt API facade, the /v1/ host; worker/) apart
+from the playground app (app/), which uses the library only through the npm package's public names
+("csi-web", "csi-web/v1", ...: index.html's import map, package.json's exports); the worker never
+loads page code, the page client loads no worker code (it only names its types), nothing loads the
+playground's wiring, no import circles; no hand-written file grows past ~400 lines."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -18,7 +21,7 @@ _IMPORTS = re.compile(r"""(?:\bimport\s*(?:[\w*{}\s,]+\s*from\s*)?|\bimport\s*\(
 
 
 def js_files() -> list[Path]:
-    return sorted(p for folder in ("web", "worker") for p in (ROOT / folder).rglob("*.js"))
+    return sorted(p for folder in ("web", "app", "worker") for p in (ROOT / folder).rglob("*.js"))
 
 
 def runtime_imports(path: Path) -> set[Path]:
@@ -59,15 +62,36 @@ def test_the_page_client_loads_no_worker_code_and_no_playground() -> None:
         if node not in seen:
             seen.add(node)
             todo += sorted(g.get(node, ()))
-    assert not [m for m in seen if m.startswith("worker/") or m.startswith("web/panels/") or m == "web/app.js"]
+    assert not [m for m in seen if m.startswith(("worker/", "app/"))]
 
 
 def test_nothing_loads_the_playground_wiring_and_only_it_mounts_panels() -> None:
     g = graph()
-    assert not [a for a, t in g.items() if "web/app.js" in t]
+    assert not [a for a, t in g.items() if "app/app.js" in t]
     wrong = [f"{a} -> {b}" for a, t in g.items() for b in t
-             if b.startswith("web/panels/") and not (a == "web/app.js" or a.startswith("web/panels/"))]
+             if b.startswith("app/panels/") and not (a == "app/app.js" or a.startswith("app/panels/"))]
     assert not wrong
+
+
+def test_the_library_never_loads_the_app_and_the_app_reaches_the_library_only_by_its_public_names() -> None:
+    from buildtools.pack import LIBRARY_ENTRIES
+
+    g = graph()
+    assert not [f"{a} -> {b}" for a, t in g.items() if not a.startswith("app/") for b in t if b.startswith("app/")]
+    # every relative import of the app stays in the app: the library is reached by bare names
+    assert not [f"{a} -> {b}" for a, t in g.items() if a.startswith("app/") for b in t if not b.startswith("app/")]
+    bare = {spec for p in (ROOT / "app").rglob("*.js")
+            for spec in re.findall(r"""(?:from|import\()\s*["'](csi-web[^"']*)["']""", p.read_text())}
+    public = {"csi-web" + name.removeprefix(".") for name in LIBRARY_ENTRIES}
+    assert bare and bare <= public, bare - public
+    # the playground's page maps those names to the same files the package exports
+    mapped = json.loads(re.search(r'<script type="importmap">(.*?)</script>', (ROOT / "index.html").read_text(),
+                                  re.S).group(1))["imports"]  # type: ignore[union-attr]
+    for spec in bare:
+        assert mapped[spec] == "./" + LIBRARY_ENTRIES["." + spec.removeprefix("csi-web")], spec
+    paths = json.loads((ROOT / "app" / "jsconfig.json").read_text())["compilerOptions"]["paths"]
+    for spec in bare:
+        assert paths[spec] == ["../" + LIBRARY_ENTRIES["." + spec.removeprefix("csi-web")]], spec
 
 
 def test_no_import_circles_among_js_modules() -> None:

@@ -15,7 +15,7 @@ def test_mypy_finds_no_errors_in_the_python_package() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-@pytest.mark.parametrize("config", ["web/jsconfig.json", "worker/jsconfig.json"])
+@pytest.mark.parametrize("config", ["web/jsconfig.json", "app/jsconfig.json", "worker/jsconfig.json"])
 def test_tsc_finds_no_errors_in_the_javascript(config: str) -> None:
     tsc = ROOT / "node_modules" / ".bin" / "tsc"
     out = subprocess.run([str(tsc), "-p", config], cwd=ROOT, capture_output=True, text=True, timeout=600)

@@ -1,27 +1,43 @@
-// The models this site serves itself, as models/models.json lists them.
+// The models this site serves itself, as models/models.json lists them, and where they are.
 
+import { env } from "../../vendor/transformers/transformers.js";
 import { SITE_ONLY } from "../hub_fetch.js";
 
 /**
- * The models the site serves from /models/<id>/ (built in, or imported from a GGUF by
- * `python3 build.py import-gguf`), as `models/models.json` lists them; never asked of the Hub.
+ * Where models are looked for, in order: the worker URL's `models` query parameter (an app's
+ * engine names its page's models/ folder there: web/runtime_base.js), then the runtime's own
+ * models/ (the site's layout). The first whose models.json answers serves the models. Only this
+ * origin's folders count: transformers.js reads local models by path.
+ */
+const CANDIDATES = [new URL(self.location.href).searchParams.get("models"), "../../models/"]
+  .filter((c) => c !== null)
+  .map((c) => new URL(/** @type {string} */ (c), import.meta.url))
+  .filter((url) => url.origin === self.location.origin);
+
+/**
+ * The models the site serves from <models>/<id>/ (built in, or imported from a GGUF by
+ * `python3 build.py import-gguf`), as `models.json` lists them; never asked of the Hub.
  * Filled once `SITE_MODELS_LISTED` settles (no top-level await: a module worker would drop the
  * messages that arrive while it waits).
  * @type {string[]}
  */
 export const BUILTIN_MODELS = [];
-export const SITE_MODELS_LISTED = siteModels().then((ids) => {
+export const SITE_MODELS_LISTED = siteModels().then(({ base, ids }) => {
+  env.localModelPath = base.pathname; // transformers.js takes a path here, not a URL
   BUILTIN_MODELS.push(...ids);
   for (const id of ids) SITE_ONLY.add(id);
 });
 
-/** @returns {Promise<string[]>} */
+/** @returns {Promise<{base: URL, ids: string[]}>} */
 async function siteModels() {
-  try {
-    const r = await fetch(new URL("../../models/models.json", import.meta.url));
-    if (r.ok) return (await r.json()).models.map((/** @type {{id: string}} */ m) => m.id);
-  } catch {
-    // a site without the listing: the models every build has
+  for (const base of CANDIDATES) {
+    try {
+      const r = await fetch(new URL("models.json", base));
+      if (r.ok) return { base, ids: (await r.json()).models.map((/** @type {{id: string}} */ m) => m.id) };
+    } catch {
+      // not served there: the next place
+    }
   }
-  return ["smollm2-135m-instruct", "tiny-chat", "all-minilm-l6-v2", "tiny-gpt2"];
+  // a site without the listing: the models every build has, where the site keeps them
+  return { base: CANDIDATES[CANDIDATES.length - 1], ids: ["smollm2-135m-instruct", "tiny-chat", "all-minilm-l6-v2", "tiny-gpt2"] };
 }

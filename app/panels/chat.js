@@ -13,7 +13,7 @@ import { streamChoices } from "./chat_reply.js";
 import { find } from "./dom.js";
 
 /**
- * @typedef {import("../engine.js").WebWorkerEngine} WebWorkerEngine
+ * @typedef {import("csi-web").WebWorkerEngine} WebWorkerEngine
  * @typedef {import("../conversations/tree.js").Conversation} Conversation
  * @typedef {import("../conversations/tree.js").Node} Node
  * @typedef {import("../conversations/knobs.js").Settings} Settings

@@ -8,7 +8,7 @@ import { registerErrorLine, tracebackLine } from "./skill_errors.js";
 import { FieldError, schemaForm } from "./skill_form.js";
 
 /**
- * @typedef {import("../engine.js").WebWorkerEngine} WebWorkerEngine
+ * @typedef {import("csi-web").WebWorkerEngine} WebWorkerEngine
  * @typedef {ReturnType<typeof import("./skill_editor.js").createSkillEditor>} SkillEditor
  * @typedef {{name: string, file: string}} Example
  * @typedef {object} StudioOptions

@@ -10,7 +10,7 @@ import { modelIdProblem, readServers, toRemotes, urlProblem, writeServers } from
 /**
  * @typedef {import("./servers_store.js").SavedServer} SavedServer
  * @typedef {import("./servers_store.js").ServerModel} ServerModel
- * @typedef {import("../engine.js").RemoteServer} RemoteServer
+ * @typedef {import("csi-web").RemoteServer} RemoteServer
  */
 
 /** What each policy is called in the form and the lists. */

@@ -6,7 +6,7 @@
 import { counted, el, find } from "./dom.js";
 import { highlighted, placeChunks } from "./text_view.js";
 
-/** @typedef {import("../engine.js").WebWorkerEngine} WebWorkerEngine */
+/** @typedef {import("csi-web").WebWorkerEngine} WebWorkerEngine */
 
 /** Built-in models whose tokenizer can count a chunk's tokens. */
 const MODELS = ["all-minilm-l6-v2", "tiny-chat", "smollm2-135m-instruct"];

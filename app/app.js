@@ -1,8 +1,8 @@
 // The chat playground, wired: the engine is created by the first model load, and each panel (in
-// web/panels/) owns its elements and state; this file only connects them. Generation settings,
+// app/panels/) owns its elements and state; this file only connects them. Generation settings,
 // the model and the device can be set in the URL: ?temperature=0&max_tokens=512&ignore_eos=1&model=…&device=…&hub=<mirror URL>
 
-import { WebWorkerEngine } from "./engine.js";
+import { WebWorkerEngine, workerUrl } from "csi-web";
 import { Library } from "./conversations/library.js";
 import { DEFAULT_SETTINGS } from "./conversations/knobs.js";
 import { mountChat } from "./panels/chat.js";
@@ -18,7 +18,7 @@ import { mountSidebar } from "./panels/sidebar.js";
 import { mountSkillStudio } from "./panels/skill_studio.js";
 import { PAGE_TOOLS } from "./demo_tools.js";
 import { mountText } from "./panels/text.js";
-import { serveV1 } from "./v1_host.js";
+import { serveV1 } from "csi-web/v1";
 
 /** The chat model a person meets first. */
 const DEFAULT_MODEL = "smollm2-135m-instruct";
@@ -33,12 +33,12 @@ const overrides = {
 /**
  * The engine, on a new worker, with `modelId` loaded (and the load's result: where each model
  * runs); this tab's engine also answers the site's /v1/ endpoint (the openai client, other tabs).
- * @param {string} modelId @param {import("./engine.js").EngineConfig} config
+ * @param {string} modelId @param {import("csi-web").EngineConfig} config
  */
 async function createEngine(modelId, config) {
-  const worker = new Worker(new URL("../worker/worker.js", import.meta.url), { type: "module" });
+  const worker = new Worker(workerUrl(), { type: "module" });
   const engine = new WebWorkerEngine(worker, config);
-  /** @type {import("../worker/protocol.js").LoadResult} */
+  /** @type {import("csi-web").LoadResult} */
   const load = await engine.reload(modelId);
   serveV1(engine).catch((err) => console.warn(`/v1/ is not served from this tab: ${err.message}`));
   return { engine, load };
@@ -99,7 +99,7 @@ const loader = mountModelLoader(document.body, {
 });
 /** Pharia Kernel's model names, served in the skill studio by the loaded chat model. */
 const KERNEL_MODELS = ["llama-3.1-8b-instruct", "llama-3.3-70b-instruct"];
-/** @type {{engine: import("./engine.js").WebWorkerEngine, model: string, ready?: Promise<void>}|null} */
+/** @type {{engine: import("csi-web").WebWorkerEngine, model: string, ready?: Promise<void>}|null} */
 let skillsEngine = null;
 /** The skill studio's set-up, once per engine and when first shown (it fetches the tools' schema
  * checker): the demo tools as page tools, and Kernel model names as aliases of the chat model. */
@@ -131,6 +131,6 @@ shell.addShortcuts([
 loader.start(params.get("model") ?? DEFAULT_MODEL, params.get("device") ?? "wasm");
 
 // Offline use: the service worker keeps the app shell and the runtime, and says when a new version took over.
-import("./offline.js")
+import("csi-web/offline")
   .then(({ startOffline }) => startOffline(document.body))
   .catch((err) => console.warn(`csi-web cannot work offline here: ${err.message}`));

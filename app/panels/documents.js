@@ -7,7 +7,7 @@ import { counted, find } from "./dom.js";
 import { documentItem, nameFromText, sourceItem } from "./documents_view.js";
 
 /**
- * @typedef {import("../engine.js").WebWorkerEngine} WebWorkerEngine
+ * @typedef {import("csi-web").WebWorkerEngine} WebWorkerEngine
  * @typedef {import("./documents_view.js").ListedDocument} ListedDocument
  * @typedef {import("./documents_view.js").SearchHit} SearchHit
  * @typedef {import("./documents_view.js").AnswerSource} AnswerSource
@@ -141,7 +141,7 @@ export function mountDocuments(root, options) {
       ui.status.textContent = `Added ${counted(out.documents, "document")} (${out.chunks} chunks).`;
     } catch (/** @type {any} */ err) {
       if (err?.name !== "AbortError") throw err;
-      /** @type {import("../client/index_api.js").Committed} */
+      /** @type {import("csi-web").Committed} */
       const done = err.committed ?? { documents: [], chunks: 0 };
       await refresh(engine);
       ui.status.textContent = `Cancelled: ${done.documents.length} of ${counted(docs.length, "document")} went in `

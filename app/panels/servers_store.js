@@ -4,7 +4,7 @@
 // catch typos early; the engine checks again and names the field it refuses.
 
 /**
- * @typedef {import("../engine.js").RemoteServer} RemoteServer
+ * @typedef {import("csi-web").RemoteServer} RemoteServer
  * @typedef {"remote"|"prefer-local"} Policy
  * @typedef {{id: string, policy: Policy, serverModel: string}} ServerModel
  *   `serverModel` its name on the server ("" for the same as `id`)

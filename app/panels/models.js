@@ -4,7 +4,7 @@
 // never a block); the device, with the WebGPU adapter; the servers of remote models, whose models
 // the picker lists too ("server" and its URL); and the models stored in this browser.
 
-import { hasModelInCache } from "../model_cache.js";
+import { hasModelInCache } from "csi-web";
 import { el, find } from "./dom.js";
 import { describeAdapter } from "./models_device.js";
 import { formatBytes, hubMirror, hubSize, storageFit } from "./models_sizes.js";

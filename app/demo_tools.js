@@ -2,7 +2,7 @@
 // The model's arguments are valid against each schema by construction (the engine constrains
 // them with a grammar); they are still treated as untrusted data.
 
-/** @typedef {import("../worker/wire_types.js").ChatCompletionTool} ToolSpec */
+/** @typedef {import("csi-web").ChatCompletionTool} ToolSpec */
 
 /** @type {ToolSpec[]} */
 export const TOOLS = [

@@ -6,7 +6,7 @@ import { TOOLS } from "../demo_tools.js";
 import { find } from "./dom.js";
 
 /**
- * @typedef {Partial<import("../engine.js").ChatCompletionRequest>} RequestExtras
+ * @typedef {Partial<import("csi-web").ChatCompletionRequest>} RequestExtras
  * @typedef {import("../conversations/tree.js").FormatState} FormatState
  */
 
@@ -76,7 +76,7 @@ export function mountReplyFormat(root, options) {
       if (f === "regex") out.response_format = { type: "regex", pattern: ui.pattern.value };
       if (ui.toolsOn.checked) {
         out.tools = TOOLS;
-        out.tool_choice = /** @type {import("../engine.js").ChatCompletionToolChoice} */ (ui.toolChoice.value);
+        out.tool_choice = /** @type {import("csi-web").ChatCompletionToolChoice} */ (ui.toolChoice.value);
       }
       return out;
     },

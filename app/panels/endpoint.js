@@ -2,7 +2,7 @@
 // (`GET /v1/models` from this page, through the service worker), and client snippets with Copy
 // buttons. Whatever the endpoint answers is shown as text only.
 
-import { v1Status } from "../v1_host.js";
+import { v1Status } from "csi-web/v1";
 import { el } from "./dom.js";
 import { snippets } from "./endpoint_snippets.js";
 

@@ -55,7 +55,7 @@ export function knobProblem(key, value) {
 /**
  * The request fields `settings` ask for.
  * @param {Settings} settings
- * @returns {Partial<import("../engine.js").ChatCompletionRequest>}
+ * @returns {Partial<import("csi-web").ChatCompletionRequest>}
  */
 export function requestFields(settings) {
   const { stop, token_view: tokenView, ...rest } = settings;

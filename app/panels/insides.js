@@ -5,7 +5,7 @@
 
 import { find } from "./dom.js";
 
-/** @typedef {import("../engine.js").WebWorkerEngine} WebWorkerEngine */
+/** @typedef {import("csi-web").WebWorkerEngine} WebWorkerEngine */
 
 const ECHARTS = "../../vendor/echarts/echarts.esm.min.mjs";
 const ROW_PX = 14;

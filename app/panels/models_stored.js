@@ -1,7 +1,7 @@
 // The Models panel's storage part: the models kept in this browser's Cache API with their sizes and
 // a Delete button each, the storage estimate (used / quota) and the "keep storage persistent" button.
 
-import { deleteModelAllInfoInCache, listCachedModels } from "../model_cache.js";
+import { deleteModelAllInfoInCache, listCachedModels } from "csi-web";
 import { counted, el, find } from "./dom.js";
 import { formatBytes } from "./models_sizes.js";
 

@@ -2,9 +2,9 @@
 // arrive (choice 0 is shown live), then the usage as per-message stats.
 
 /**
- * @typedef {import("../engine.js").ChatCompletionRequest} ChatCompletionRequest
- * @typedef {import("../engine.js").ChatCompletionChunk} ChatCompletionChunk
- * @typedef {import("../engine.js").CompletionUsage} CompletionUsage
+ * @typedef {import("csi-web").ChatCompletionRequest} ChatCompletionRequest
+ * @typedef {import("csi-web").ChatCompletionChunk} ChatCompletionChunk
+ * @typedef {import("csi-web").CompletionUsage} CompletionUsage
  * @typedef {import("../conversations/tree.js").ToolCall} ToolCall
  * @typedef {import("../conversations/tree.js").TokenLogprob} TokenLogprob
  * @typedef {import("../conversations/tree.js").Stats} Stats
@@ -32,7 +32,7 @@ export function statsOf(usage) {
 /**
  * Stream `request` (sent with `stream: true` and usage); `onFirst` sees choice 0 after each chunk.
  * Engine errors propagate as they are (typed, `param` naming the field).
- * @param {import("../engine.js").WebWorkerEngine} engine @param {ChatCompletionRequest} request
+ * @param {import("csi-web").WebWorkerEngine} engine @param {ChatCompletionRequest} request
  * @param {(choice: ChoiceResult) => void} onFirst
  * @returns {Promise<{choices: ChoiceResult[], stats: Stats|null}>}
  */

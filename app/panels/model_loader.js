@@ -9,11 +9,11 @@ import { mountModels } from "./models.js";
 import { formatBytes, hubMirror, siteModels } from "./models_sizes.js";
 
 /**
- * @typedef {import("../engine.js").WebWorkerEngine} WebWorkerEngine
- * @typedef {import("../engine.js").EngineConfig} EngineConfig
- * @typedef {import("../engine.js").InitProgressReport} InitProgressReport
- * @typedef {import("../engine.js").RemoteServer} RemoteServer
- * @typedef {import("../../worker/protocol.js").LoadResult} LoadResult
+ * @typedef {import("csi-web").WebWorkerEngine} WebWorkerEngine
+ * @typedef {import("csi-web").EngineConfig} EngineConfig
+ * @typedef {import("csi-web").InitProgressReport} InitProgressReport
+ * @typedef {import("csi-web").RemoteServer} RemoteServer
+ * @typedef {import("csi-web").LoadResult} LoadResult
  * @typedef {"wasm"|"webgpu"|"auto"} Device
  * @typedef {object} LoaderEvents
  * @property {(modelId: string, config: EngineConfig) => Promise<{engine: WebWorkerEngine, load: LoadResult}>} createEngine

@@ -5,8 +5,8 @@
 
 /**
  * @typedef {import("./knobs.js").Settings} Settings
- * @typedef {import("../engine.js").ChatCompletionMessageToolCall} ToolCall
- * @typedef {import("../engine.js").ChatCompletionMessageParam} MessageParam
+ * @typedef {import("csi-web").ChatCompletionMessageToolCall} ToolCall
+ * @typedef {import("csi-web").ChatCompletionMessageParam} MessageParam
  * @typedef {{token: string, logprob: number, bytes: number[], top_logprobs: Array<{token: string, logprob: number, bytes: number[]}>}} TokenLogprob
  * @typedef {{prompt_tokens: number, completion_tokens: number, cached_tokens: number,
  *   ttft_s: number, e2e_s: number, tokens_per_s: number, served_by?: "local"|"remote", server?: string}} Stats
