@@ -27,7 +27,8 @@ WRITTEN_ELSEWHERE = {"docs/hosting.md"}
 PATH_BASES = [ROOT, ROOT / "py", ROOT / "py" / "csi", ROOT / "py" / "csi" / "backends", ROOT / "tests"]
 # Paths the docs name that only exist once built, or are the reader's own.
 NOT_IN_GIT = ("dist/", "imported/", ".cache/", ".venv/", "node_modules/", "my_skills/", "out/", "wasi_deps/",
-              "vendor/", "models/", "lang/", "wheels/", "site-manifest.json", "my_worker.js")
+              "vendor/", "models/", "lang/", "wheels/", "site-manifest.json", "my_worker.js", "csi-web/",
+              "public/")
 
 ALL_BLOCKS = [b for path in doc_files() for b in blocks(path)]
 
