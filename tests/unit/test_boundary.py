@@ -109,9 +109,10 @@ def page_encode(depth: int) -> dict:
     return json.loads(out.stdout)
 
 
-def test_too_deep_is_param_message_on_the_page_in_the_worker_and_in_the_readme():
+def test_too_deep_is_param_message_on_the_page_in_the_worker_and_in_the_docs():
     # the message is 1 level, the request 2, `stop` 3: `stop` may be MAX_DEPTH - 2 deep
-    readme_row = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| nesting |"))
+    readme_row = next(line for line in (ROOT / "docs" / "embedding.md").read_text().splitlines()
+                      if line.startswith("| nesting |"))
     readme_param = readme_row.rstrip(" |").rsplit("|", 1)[1].strip().strip("`")
     ok, deep = page_encode(MAX_DEPTH - 2), page_encode(MAX_DEPTH - 1)
     assert ok["maxDepth"] == MAX_DEPTH and "error" not in ok
