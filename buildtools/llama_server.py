@@ -1,6 +1,6 @@
 """A real OpenAI-compatible server for the tests: PyPI's ``llama-cpp-python[server]`` in a venv of its own.
 
-The package is built from its sdist (llama.cpp compiled here: CPU only, ``-march=native``, no llama.cpp
+The package is built from its sdist (llama.cpp compiled here: CPU only, AVX2, no llama.cpp
 examples, tools, tests or multimodal library) into a wheel kept under .cache/llama-server/wheels/, then
 installed with its server dependencies (pinned below) into .cache/llama-server/venv/, which is stamped;
 fastapi, uvicorn and the rest never reach the system Python. The GGUF it serves is the built-in model's,
@@ -50,8 +50,16 @@ SERVER_PINS = {
     "uvicorn": "0.54.0",
 }
 # llama.cpp's options: CPU only; what is not the shared libraries the bindings load is left out.
+# Not -march=native: on a CPU with AMX, native code runs `ldtilecfg`, which a VM that does not grant
+# the AMX tile state faults on (the server died at its first token here). AVX2 runs everywhere we test.
 CMAKE_ARGS = " ".join([
-    "-DGGML_NATIVE=ON",
+    "-DGGML_NATIVE=OFF",
+    "-DGGML_AVX=ON",
+    "-DGGML_AVX2=ON",
+    "-DGGML_FMA=ON",
+    "-DGGML_F16C=ON",
+    "-DGGML_BMI2=ON",
+    "-DGGML_AVX512=OFF",
     "-DLLAVA_BUILD=OFF",  # mtmd (images/audio): the bindings import it only for multimodal chat formats
     "-DLLAMA_BUILD_TESTS=OFF",
     "-DLLAMA_BUILD_TOOLS=OFF",
@@ -99,7 +107,8 @@ def _wheel() -> Path:
         env = {**os.environ, "CMAKE_ARGS": CMAKE_ARGS, "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
         log(f"llama-cpp-python {VERSION}: compiling llama.cpp (CPU, once; about 3 minutes on 2 cores)")
         started = time.monotonic()
-        _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-binary", "llama-cpp-python",
+        # --no-cache-dir: pip's own wheel cache would hand back a build made with other CMAKE_ARGS
+        _run([sys.executable, "-m", "pip", "wheel", "--no-cache-dir", "--no-deps", "--no-binary", "llama-cpp-python",
               "-w", tmp, f"llama-cpp-python=={VERSION}"], "building llama-cpp-python", env)
         log(f"llama-cpp-python built in {time.monotonic() - started:.0f} s")
         built = sorted(Path(tmp).glob("llama_cpp_python-*.whl"))

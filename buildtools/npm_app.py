@@ -5,6 +5,7 @@ the bench's ``package`` section use it."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -13,34 +14,41 @@ from .pack import copy_models
 VITE = "8.3.8"
 MODELS = ["smollm2-135m-instruct", "all-minilm-l6-v2"]
 
-# The app's own code: the same module is bundled by Vite (index.html) and served as it is (plain.html).
-# It records when the first token arrived (ms since the page's navigation began) in window.demo.
-MAIN = """import { CreateMLCEngine } from "csi-web";
+DOC = Path(__file__).resolve().parent.parent / "docs" / "npm.md"
 
-const demo = { firstTokenMs: null, text: "", done: false, error: null };
+
+def doc_block(first_line: str) -> str:
+    """The ```js block of docs/npm.md that begins with ``first_line``: the docs' example is the app."""
+    blocks = re.findall(r"^```js\n(.*?)^```", DOC.read_text(), re.S | re.M)
+    found = [b for b in blocks if b.startswith(first_line + "\n")]
+    if len(found) != 1:
+        raise RuntimeError(f"docs/npm.md has {len(found)} js blocks beginning {first_line!r}")
+    return found[0]
+
+
+# The app's main.js is the docs' own, between lines that record what it prints (the reply's pieces)
+# and when its first piece came (ms since the page's navigation began), in window.demo, and hand its
+# engine to the test (window.engine). The same module is bundled by Vite (index.html) and served as
+# it is (plain.html).
+PROLOGUE = """const demo = { firstTokenMs: null, text: "", done: false, error: null };
 window.demo = demo;
-try {
-  const engine = await CreateMLCEngine(["smollm2-135m-instruct", "all-minilm-l6-v2"], { device: "wasm" });
-  window.engine = engine;
-  const stream = await engine.chat.completions.create({
-    messages: [{ role: "user", content: "What is the capital of France?" }],
-    stream: true, temperature: 0, max_tokens: 24,
-  });
-  for await (const chunk of stream) {
-    const piece = chunk.choices[0]?.delta.content ?? "";
-    if (piece && demo.firstTokenMs === null) demo.firstTokenMs = performance.now();
-    demo.text += piece;
-  }
-} catch (err) {
-  demo.error = `${err.name}: ${err.message}`;
-}
+const print = console.log.bind(console);
+console.log = (...args) => {
+  const piece = String(args[0] ?? "");
+  if (piece && demo.firstTokenMs === null) demo.firstTokenMs = performance.now();
+  demo.text += piece;
+  print(...args);
+};
+const fail = (e) => { demo.error = `${e?.name}: ${e?.message}`; demo.done = true; };
+window.addEventListener("error", (e) => fail(e.error ?? e));
+window.addEventListener("unhandledrejection", (e) => fail(e.reason));
+"""
+EPILOGUE = """
+window.engine = engine;
 demo.done = true;
 """
-VITE_CONFIG = """import { defineConfig } from "vite";
-import csiWeb from "csi-web/vite";
-
-export default defineConfig({ plugins: [csiWeb()] });
-"""
+MAIN = PROLOGUE + doc_block("// main.js") + EPILOGUE
+VITE_CONFIG = doc_block("// vite.config.js")
 INDEX = """<!doctype html><html><head><meta charset="utf-8"><title>app</title></head>
 <body><script type="module" src="/main.js"></script></body></html>
 """

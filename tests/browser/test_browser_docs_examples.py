@@ -19,8 +19,8 @@ Conventions (a page's blocks are one script, read top to bottom):
 - What this machine cannot reach is swapped for what it can, per page, in SUBSTITUTIONS (the
   Hugging Face Hub -> a local mirror of a small Qwen2 repo; a GPU server -> the suite's llama.cpp
   server); the swapped text must still be in the page, so the example cannot drift from it.
-- docs/npm.md's examples are not run here (ELSEWHERE): they belong to an app that installed the
-  package.
+- docs/npm.md's examples are not run here (ELSEWHERE): its vite.config.js and main.js are the app
+  tests/browser/test_browser_npm_package.py builds with the packed package (buildtools/npm_app.py).
 - Errors name the block's file and line; module line numbers equal the Markdown file's (the module
   is padded), so a stack's `...md.L42.mjs:45` is line 45 of the page.
 """
@@ -106,7 +106,7 @@ SUBSTITUTIONS: dict[str, Callable[[pytest.FixtureRequest], dict[str, str]]] = {
 }
 
 # Pages whose examples live in another setting than a page of the built site.
-ELSEWHERE = {"docs/npm.md": "not run here: they need an app that installed the npm package (Vite, node_modules)"}
+ELSEWHERE = {"docs/npm.md": "run by test_browser_npm_package.py: an app that installed the npm package"}
 
 PAGES = {rel(path): [b for b in blocks(path) if b.lang in ("js", "html")] for path in doc_files()}
 PAGES = {page: found for page, found in PAGES.items() if found and page not in ELSEWHERE}
