@@ -40,6 +40,7 @@ PYTHON_PINS = {
     "lingua-language-detector": "2.1.1",  # reference oracle for select_language
     "regex": "2026.5.9",  # its Unicode 17 tables feed buildtools/unicode_tables.py
     "jsonschema": "4.26.0",  # reference validator for structured output
+    "rfc3339-validator": "0.1.4",  # jsonschema's checker of the `time` and `date-time` formats (else it accepts all)
     "lark": "1.3.1",  # reference parser for EBNF-constrained output
     "cmarkgfm": "2025.10.22",  # GitHub's cmark-gfm: the reference for the playground's Markdown
     "hypothesis": "6.170.15",  # the message fuzzer (tests/unit/test_fuzz_messages.py, build.py fuzz)
