@@ -119,7 +119,8 @@ def test_escape_stops_a_reply_being_written(browser: Any, site_url: str) -> None
     app = App(browser, site_url, 1280, "light")
     page = app.page
     try:
-        page.goto(page.url.replace("max_tokens=16", "max_tokens=900") + "&ignore_eos=1")
+        # (the page's URL now ends with the tab's #hash: the query is written anew, not appended to)
+        page.goto(site_url + "index.html?model=tiny-chat&max_tokens=900&temperature=0&ignore_eos=1")
         page.wait_for_selector("body[data-ready='true']")
         page.fill("#prompt", "Tell me about the textwrap module.")
         page.press("#prompt", "Enter")

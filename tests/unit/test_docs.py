@@ -20,9 +20,9 @@ from tests.support.paths import ROOT
 
 README_MAX_LINES = 120
 RUN_BY_TESTS = {"js", "python", "html"}  # the browser and CPython example runners
-CHECKED_HERE = {"sh", "json", "text", "http"}
+CHECKED_HERE = {"sh", "json", "text", "http", "yaml", "nginx"}
 # Pages other branches write; linking to them before they land is fine (their anchors are not checked).
-WRITTEN_ELSEWHERE = {"docs/hosting.md"}
+WRITTEN_ELSEWHERE: set[str] = set()
 # Where a path in a code span may be relative to: the checkout, the Python package, its parts.
 PATH_BASES = [ROOT, ROOT / "py", ROOT / "py" / "csi", ROOT / "py" / "csi" / "backends", ROOT / "tests"]
 # Paths the docs name that only exist once built, or are the reader's own.
@@ -95,6 +95,26 @@ def test_json_blocks_parse() -> None:
                 raise AssertionError(f"{block.where}: not JSON: {exc}") from None
 
 
+def test_yaml_blocks_parse() -> None:
+    import yaml
+
+    for block in ALL_BLOCKS:
+        if block.lang == "yaml":
+            try:
+                yaml.safe_load(block.code)
+            except yaml.YAMLError as exc:
+                raise AssertionError(f"{block.where}: not YAML: {exc}") from None
+
+
+def test_nginx_blocks_balance_their_braces_and_end_each_directive() -> None:
+    for block in ALL_BLOCKS:
+        if block.lang == "nginx":
+            code = re.sub(r"#[^\n]*", "", block.code)
+            assert code.count("{") == code.count("}") > 0, f"{block.where}: unbalanced braces"
+            for line in filter(None, (ln.strip() for ln in code.splitlines())):
+                assert line.endswith((";", "{", "}")), f"{block.where}: {line!r} does not end its directive"
+
+
 def test_http_blocks_start_with_a_request_or_status_line() -> None:
     for block in ALL_BLOCKS:
         if block.lang == "http":
@@ -124,8 +144,8 @@ def test_every_build_py_command_in_sh_blocks_is_one_build_py_accepts() -> None:
 
 
 def test_build_py_commands_named_in_prose_exist() -> None:
-    """Inline `python3 build.py <command>` too, except commands other branches are adding."""
-    commands = build_py_commands() | {"pack"}
+    """Inline `python3 build.py <command>` too."""
+    commands = build_py_commands()
     for path in doc_files():
         for line, span in code_spans(path):
             m = re.match(r"python3 build\.py(?: ([a-z][a-z-]*))?", span)
