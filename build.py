@@ -111,7 +111,7 @@ def main() -> int:
         setup(browser=True)
         from buildtools.llama_server import ensure_server
 
-        ensure_server()  # the remote-model tests' llama.cpp server (compiled once: ~3 min on 2 cores)
+        ensure_server()  # the remote-model tests' llama.cpp server (compiled once: ~5 min on 2 cores)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "py"), str(ROOT)])}
         # test files or folders named on the command line replace the whole suite
         named = any(not arg.startswith("-") and (ROOT / arg.split("::")[0]).exists() for arg in rest)

@@ -105,7 +105,7 @@ def _wheel() -> Path:
         return hits[0]
     with tempfile.TemporaryDirectory(dir=SERVER_DIR) as tmp:
         env = {**os.environ, "CMAKE_ARGS": CMAKE_ARGS, "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
-        log(f"llama-cpp-python {VERSION}: compiling llama.cpp (CPU, once; about 3 minutes on 2 cores)")
+        log(f"llama-cpp-python {VERSION}: compiling llama.cpp (CPU, once; about 5 minutes on 2 cores)")
         started = time.monotonic()
         # --no-cache-dir: pip's own wheel cache would hand back a build made with other CMAKE_ARGS
         _run([sys.executable, "-m", "pip", "wheel", "--no-cache-dir", "--no-deps", "--no-binary", "llama-cpp-python",
