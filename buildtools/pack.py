@@ -82,7 +82,6 @@ def package_json() -> dict[str, object]:
         "description": "An LLM runtime that runs entirely in the browser: Python (Pyodide) in a module worker, "
                        "models on WebGPU or WASM; WebLLM's engine API, OpenAI's shapes, Chrome's Prompt API.",
         "type": "module",
-        "license": "Apache-2.0",
         "main": "./web/engine.js",
         "types": "./web/engine.d.ts",
         "exports": exports,
