@@ -11,15 +11,17 @@
 const BUNDLED_RUNTIME = null;
 const PARENT = ["..", ""].join("/");
 
+/** The page's URL (a worker's own, where there is no document). */
+const pageUrl = () => (typeof document !== "undefined" ? document.baseURI : globalThis.location?.href);
+
 /**
  * The runtime folder's URL: `runtimeUrl` when given, else the one a bundler plugin set, else this
  * module's package (web/..).
  * @param {string|URL|null} [runtimeUrl]
  */
 export function runtimeBase(runtimeUrl = null) {
-  const base = typeof document !== "undefined" ? document.baseURI : globalThis.location?.href;
-  if (runtimeUrl != null) return new URL(String(runtimeUrl).replace(/\/?$/, "/"), base);
-  if (BUNDLED_RUNTIME !== null) return new URL(BUNDLED_RUNTIME, base);
+  if (runtimeUrl != null) return new URL(String(runtimeUrl).replace(/\/?$/, "/"), pageUrl());
+  if (BUNDLED_RUNTIME !== null) return new URL(BUNDLED_RUNTIME, pageUrl());
   return new URL(PARENT, import.meta.url);
 }
 
@@ -42,7 +44,7 @@ export function workerUrl(where = {}) {
  * @returns {URL|null}
  */
 export function modelsBase(modelsUrl = null) {
-  const page = typeof document !== "undefined" ? document.baseURI : globalThis.location?.href;
+  const page = pageUrl();
   if (!page) return null;
   return new URL(modelsUrl == null ? "models/" : String(modelsUrl).replace(/\/?$/, "/"), page);
 }

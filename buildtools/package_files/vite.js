@@ -15,8 +15,6 @@ import { fileURLToPath } from "node:url";
 const PACKAGE = fileURLToPath(new URL(".", import.meta.url));
 /** The folders the worker loads by URL. */
 const RUNTIME = ["worker", "vendor", "wheels", "lang"];
-const MARK = "const BUNDLED_RUNTIME = null;";
-const SW_MARK = "const BUNDLED_SERVICE_WORKER = null;";
 
 /**
  * @param {{dir?: string, serviceWorker?: boolean}} [options] `dir`: the folder of the build the
@@ -41,15 +39,19 @@ export default function csiWeb(options = {}) {
     },
     /** @param {string} code @param {string} id */
     transform(code, id) {
+      if (!building) return null;
+      // the package's modules that name where the build put things: the runtime, the service worker
+      const marks = {
+        "/csi-web/web/runtime_base.js": ["BUNDLED_RUNTIME", dir + "/"],
+        ...((options.serviceWorker ?? true) ? { "/csi-web/web/site_worker.js": ["BUNDLED_SERVICE_WORKER", "sw.js"] } : {}),
+      };
       const file = id.split("?")[0].replaceAll("\\", "/");
-      if (building && file.endsWith("/csi-web/web/site_worker.js") && (options.serviceWorker ?? true)) {
-        // the pages register the service worker where writeBundle puts it
-        if (!code.includes(SW_MARK)) throw new Error("csi-web/vite: web/site_worker.js has no service worker mark");
-        return { code: code.replace(SW_MARK, 'const BUNDLED_SERVICE_WORKER = import.meta.env.BASE_URL + "sw.js";'), map: null };
-      }
-      if (!building || !file.endsWith("/csi-web/web/runtime_base.js")) return null;
-      if (!code.includes(MARK)) throw new Error("csi-web/vite: web/runtime_base.js has no runtime mark");
-      return { code: code.replace(MARK, `const BUNDLED_RUNTIME = import.meta.env.BASE_URL + ${JSON.stringify(dir + "/")};`), map: null };
+      const hit = Object.entries(marks).find(([suffix]) => file.endsWith(suffix));
+      if (!hit) return null;
+      const [suffix, [name, where]] = hit;
+      const mark = `const ${name} = null;`;
+      if (!code.includes(mark)) throw new Error(`csi-web/vite: ${suffix} has no \`${mark}\``);
+      return { code: code.replace(mark, `const ${name} = import.meta.env.BASE_URL + ${JSON.stringify(where)};`), map: null };
     },
     async writeBundle() {
       for (const folder of RUNTIME) {
