@@ -15,15 +15,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .backends.local_host import LocalHost
-from .backends.local_http import AsyncioHttp
-from .core.remote import RemoteModel
 from .runtime import Runtime, build_runtime
+from .servers import ServerModel, ServerPlacement
+from .servers.asyncio_http import AsyncioHttp
 from .skills.engine_csi import EngineCsi, loop_run_sync
 
 
 @contextmanager
 def local_runtime(site: str | Path, models: Sequence[str], aliases: Mapping[str, str] | None = None,
-                  remotes: Sequence[RemoteModel] = ()) -> Iterator[tuple[Runtime, EngineCsi]]:
+                  remotes: Sequence[ServerModel] = ()) -> Iterator[tuple[Runtime, EngineCsi]]:
     """A runtime over a built site (``site/models/<id>``, ``site/lang``) with ``models`` loaded (and
     ``aliases``: other names for them; ``remotes``: models on OpenAI-compatible servers), on an event
     loop in a thread of its own, and a ``Csi`` that calls it from any other thread."""
@@ -38,7 +38,8 @@ def local_runtime(site: str | Path, models: Sequence[str], aliases: Mapping[str,
     runtime = build_runtime(CPythonBackend(site / "models"), LocalHost(site / "lang"), http=AsyncioHttp())
     try:
         runtime.engine.aliases.set(dict(aliases or {}))
-        runtime.engine.remotes.set(list(remotes))
+        assert isinstance(runtime.engine.servers, ServerPlacement)
+        runtime.engine.servers.set(list(remotes))
         if models:
             run_sync(runtime.engine.load(list(models)))
         yield runtime, runtime.csi(run_sync)
@@ -51,13 +52,13 @@ def local_runtime(site: str | Path, models: Sequence[str], aliases: Mapping[str,
 
 @contextmanager
 def local_csi(site: str | Path, models: Sequence[str], aliases: Mapping[str, str] | None = None,
-              remotes: Sequence[RemoteModel] = ()) -> Iterator[EngineCsi]:
+              remotes: Sequence[ServerModel] = ()) -> Iterator[EngineCsi]:
     """pharia-skill's ``Csi`` over a built site (``site/models/<id>``, ``site/lang``) with ``models``
     loaded: csi-web's local stand-in for the SDK's ``DevCsi``. ``aliases`` lets skills name models
     the way they do on Pharia Kernel (``{"llama-3.1-8b-instruct": "smollm2-135m-instruct"}``).
 
     The engine lives on an event loop in a thread of its own, so skills (synchronous code) call it
-    from the test's thread exactly as they do in the worker. ``remotes`` (``csi.core.remote.RemoteModel``,
+    from the test's thread exactly as they do in the worker. ``remotes`` (``csi.servers.ServerModel``,
     listed in ``models`` to load them) are served by their servers.
     """
     with local_runtime(site, models, aliases, remotes) as (_, csi):

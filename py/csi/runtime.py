@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING
 from .core.backend import Backend
 from .core.engine import Engine
 from .core.host import Host
-from .core.remote import HttpClient
+from .errors import ModelNotSupportedError
 from .index.store import IndexStore
+from .servers import ServerPlacement
+from .servers.http import HttpClient
 from .skills.page_tools import ToolRegistry
 from .skills.registry import SkillRegistry, SkillRunner
 from .text.services import TextServices
@@ -70,9 +72,13 @@ def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
     """Wire an engine on ``backend`` to its services: language data and skill storage from ``host``,
     documents in ``store`` (in memory by default), skills run by ``skill_runner(runtime)``, the servers
     of remote models reached through ``http`` (``None``: no remote models)."""
-    engine = Engine(backend, http)
-    text = TextServices(backend, host, lambda: engine.models, engine.alias_of,
-                        lambda name: (info := engine.models.get(name)) is not None and info.remote is not None)
+    engine = Engine(backend, ServerPlacement(http) if http is not None else None)
+
+    def needs_tokenizer(model_id: str, message: str) -> None:
+        if model_id in engine.models:
+            engine.runner(model_id).needs_tokenizer(message, "model", ModelNotSupportedError)
+
+    text = TextServices(backend, host, lambda: engine.models, engine.alias_of, needs_tokenizer)
     runtime = Runtime(engine, text, store)
     runtime.skills = SkillRegistry(host, skill_runner(runtime), engine)
     runtime.tools = ToolRegistry(engine)

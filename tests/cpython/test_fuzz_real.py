@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 
 from csi.backends.cpython import CPythonBackend
 from csi.backends.local_host import LocalHost
-from csi.backends.local_http import AsyncioHttp
 from csi.runtime import build_runtime
+from csi.servers.asyncio_http import AsyncioHttp
 from csi.worker.app import WorkerApp
 from tests.support.aio import run_async
 from tests.support.fuzz import FuzzLog, budget, fuzz_one, messages

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from csi.backends.cpython import CPythonBackend
-from csi.backends.local_http import AsyncioHttp
 from csi.core.engine import Engine
 from csi.core.scope import Scope
 from csi.errors import (
@@ -25,6 +24,8 @@ from csi.errors import (
 )
 from csi.faces.openai import serving
 from csi.faces.openai.protocol import ChatCompletionRequest
+from csi.servers import ServerPlacement
+from csi.servers.asyncio_http import AsyncioHttp
 from csi.worker.remotes import set_remotes
 from csi.worker.requests import RemotesRequest
 from tests.support.aio import run_async
@@ -41,7 +42,7 @@ def configure(engine: Engine, remotes: list[dict[str, Any]]) -> list[dict[str, A
 
 @pytest.fixture(scope="module")
 def engine(llama_server: LlamaServer) -> Engine:
-    eng = Engine(CPythonBackend(MODELS), AsyncioHttp())
+    eng = Engine(CPythonBackend(MODELS), ServerPlacement(AsyncioHttp()))
     configure(eng, [{"base_url": llama_server.url + "/v1", "models": [
         {"id": "smollm2-remote", "server_model": llama_server.model}]}])
     run_async(eng.load(["smollm2-remote", "tiny-chat"]))
@@ -120,7 +121,8 @@ def test_csi_spin_and_remote_llm_faces_are_served_by_the_server(engine, llama_se
     infer = run_async(spin.infer(engine, {"model": "smollm2-remote", "prompt": prompt, "params": {
         "max_tokens": 10, "temperature": 0.0, "repeat_penalty": 1.0}}))
     assert infer["text"] == expected and infer["usage"]["generated_token_count"] == 10
-    only_remote = Engine(CPythonBackend(MODELS), AsyncioHttp())  # RemoteLLM serves the one chat model loaded
+    # RemoteLLM serves the one chat model loaded
+    only_remote = Engine(CPythonBackend(MODELS), ServerPlacement(AsyncioHttp()))
     configure(only_remote, [{"base_url": llama_server.url + "/v1", "models": [
         {"id": "smollm2-remote", "server_model": llama_server.model}]}])
     run_async(only_remote.load(["smollm2-remote"]))
@@ -150,7 +152,7 @@ def test_aborting_a_stream_cancels_the_servers_request(engine, llama_server):
 
 
 def test_a_server_that_is_down_is_a_typed_error_and_local_models_serve_on(llama_server_down):
-    eng = Engine(CPythonBackend(MODELS), AsyncioHttp())
+    eng = Engine(CPythonBackend(MODELS), ServerPlacement(AsyncioHttp()))
     configure(eng, [{"base_url": llama_server_down + "/v1", "models": ["gone"]}])
     run_async(eng.load(["gone", "tiny-chat"]))
     for call in (lambda: chat_completion(eng, {"model": "gone", "messages": ASK}),
@@ -204,7 +206,7 @@ def silent_server() -> Iterator[str]:
 
 
 def test_a_server_that_never_answers_times_out(silent_server):
-    eng = Engine(CPythonBackend(MODELS), AsyncioHttp())
+    eng = Engine(CPythonBackend(MODELS), ServerPlacement(AsyncioHttp()))
     configure(eng, [{"base_url": silent_server, "timeout_s": 0.5, "models": ["mute"]}])
     run_async(eng.load(["mute"]))
     with pytest.raises(ServerTimeoutError) as err:
@@ -213,7 +215,7 @@ def test_a_server_that_never_answers_times_out(silent_server):
 
 
 def test_prefer_local_loads_here_and_falls_back_to_the_server_when_the_local_load_fails(llama_server):
-    eng = Engine(CPythonBackend(MODELS), AsyncioHttp())
+    eng = Engine(CPythonBackend(MODELS), ServerPlacement(AsyncioHttp()))
     base = llama_server.url + "/v1"
     configure(eng, [{"base_url": base, "models": [
         {"id": "tiny-chat", "policy": "prefer-local", "server_model": llama_server.model},
@@ -241,7 +243,7 @@ def test_old_functions_through_the_server_answer_with_function_call(engine, llam
 
 
 def test_set_remotes_refuses_by_field():
-    eng = Engine(CPythonBackend(MODELS), AsyncioHttp())
+    eng = Engine(CPythonBackend(MODELS), ServerPlacement(AsyncioHttp()))
     cases = [([{"base_url": "ftp://x", "models": ["a"]}], "remotes[0].base_url"),
              ([{"base_url": "http://127.0.0.1:1/v1", "models": ["a", "a"]}], "remotes[0].models[1]"),
              ([{"base_url": "http://127.0.0.1:1/v1", "models": ["../x"]}], "remotes[0].models[0]")]
@@ -255,11 +257,11 @@ def test_set_remotes_refuses_by_field():
 def test_a_pharia_skill_chats_and_streams_with_a_model_on_the_server(llama_server):
     from pharia_skill import ChatParams, Message  # noqa: PLC0415
 
-    from csi.core.remote import Endpoint, RemoteModel  # noqa: PLC0415
     from csi.local import local_csi  # noqa: PLC0415
+    from csi.servers import Endpoint, ServerModel  # noqa: PLC0415
     from tests.support.paths import DIST  # noqa: PLC0415
 
-    remote = RemoteModel("llama-3.1-8b-instruct", Endpoint(llama_server.url + "/v1"), llama_server.model)
+    remote = ServerModel("llama-3.1-8b-instruct", Endpoint(llama_server.url + "/v1"), llama_server.model)
     with local_csi(DIST, ["llama-3.1-8b-instruct"], remotes=[remote]) as csi:
         params = ChatParams(max_tokens=12, temperature=0.0, logprobs="sampled")
         messages = [Message.user("What is the capital of France?")]

@@ -8,8 +8,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 
 from csi.backends.local_host import LocalHost
-from csi.backends.local_http import AsyncioHttp
 from csi.runtime import build_runtime
+from csi.servers.asyncio_http import AsyncioHttp
 from csi.testing import EOS, ScriptedBackend
 from csi.worker.app import WorkerApp
 from tests.support.aio import run_async

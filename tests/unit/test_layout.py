@@ -20,10 +20,11 @@ ALLOWED: dict[str, set[str]] = {
     "faces": {"index", "text", "core", "errors", "wire"},
     "skills": {"faces", "index", "text", "core", "errors", "wire"},
     "testing": {"core", "errors"},
-    "runtime": {"skills", "faces", "index", "text", "core", "errors", "wire"},
-    "backends": {"index", "core", "errors", "wire"},
-    "local": {"runtime", "backends", "skills", "core", "errors"},
-    "worker": {"runtime", "backends", "skills", "faces", "index", "text", "core", "errors", "wire"},
+    "servers": {"faces", "core", "errors", "wire"},
+    "runtime": {"servers", "skills", "faces", "index", "text", "core", "errors", "wire"},
+    "backends": {"servers", "index", "core", "errors", "wire"},
+    "local": {"runtime", "servers", "backends", "skills", "core", "errors"},
+    "worker": {"runtime", "servers", "backends", "skills", "faces", "index", "text", "core", "errors", "wire"},
     "__init__": {"runtime", "core", "errors"},
 }
 

@@ -411,7 +411,7 @@ def _cancel_case(how: str) -> tuple[str, float, bool, int]:
             await call
         except AbortError as exc:
             await asyncio.sleep(0)  # the tool's task sees its cancellation
-            return exc.message, time.perf_counter() - started, tool.cancelled, len(engine._wakers)
+            return exc.message, time.perf_counter() - started, tool.cancelled, engine.scheduler.waiting
         raise AssertionError("the call was not cancelled")
 
     return run_async(scenario())
@@ -454,7 +454,7 @@ def test_a_call_outside_a_scope_or_finished_leaves_nothing_waiting() -> None:
         engine.interrupt()  # no scope: nothing to stop
         scoped = await reg.invoke("q", {}, Scope("r2", engine.interrupt_epoch))
         await asyncio.sleep(0)  # the watch of the finished call ends
-        return await unscoped, scoped, len(engine._wakers)
+        return await unscoped, scoped, engine.scheduler.waiting
 
     assert run_async(scenario()) == (["done"], ["done"], 0)
 

@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from csi.core.remote import check_remote_url, http_error
 from csi.errors import (
     AuthenticationError,
     ContextWindowExceededError,
@@ -16,6 +15,8 @@ from csi.errors import (
     RateLimitError,
     ServerError,
 )
+from csi.servers.endpoints import check_server_url as check_remote_url
+from csi.servers.errors import http_error
 
 WHERE = "the server at http://127.0.0.1:1/v1"
 

@@ -34,12 +34,25 @@ class Stopper(Protocol):
 
 
 @dataclass(frozen=True)
+class CallPiece:
+    """A piece of a tool call a server parsed itself (OpenAI's streamed ``tool_calls`` entry): the
+    call's ``index`` in the reply, its ``id`` and ``name`` (first piece only), more of its arguments."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+
+
+@dataclass(frozen=True)
 class TextDelta:
-    """A piece of the reply: its text, the token ids behind it, their log-probabilities if asked."""
+    """A piece of the reply: its text, the token ids behind it, their log-probabilities if asked,
+    and the tool calls a server parsed from it (a model here leaves them in the text)."""
 
     text: str
     token_ids: list[int]
     steps: list[StepResult]
+    calls: tuple[CallPiece, ...] = ()
 
 
 @dataclass
@@ -87,6 +100,7 @@ async def decode(
     prompt_ids: list[int],
     params: GenerationParams,
     stats: GenerationStats,
+    *,
     cancelled: Callable[[], bool] = lambda: False,
     token_bytes: TokenBytes | None = None,
     stopper: Stopper | None = None,

@@ -139,6 +139,9 @@ class GenerationRequest:
     parallel_tool_calls: bool = True
     template_vars: tuple[tuple[str, Any], ...] = ()
     """More inputs of the chat template, such as ``("enable_thinking", False)``."""
+    openai: object | None = field(default=None, compare=False, repr=False)
+    """The OpenAI request this one was made from, which a model on a server gets as it is (tools and
+    ``response_format`` then run there); a model here ignores it."""
 
     def __post_init__(self) -> None:
         if [self.messages, self.prompt, self.prompt_ids].count(None) != 2:

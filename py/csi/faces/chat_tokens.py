@@ -49,9 +49,8 @@ _TOO_LONG = re.compile(r"has (\d+) tokens")
 async def chat_tokens(engine: Engine, req: ChatTokensRequest, scope: Scope | None = None) -> ChatTokens:
     """Render ``req.messages`` (the engine checks the model and the window; nothing is generated)."""
     messages = tuple(ChatMessage(m.role, m.content) for m in req.messages)
-    if engine.resolve_model(req.model, "chat").remote is not None:
-        raise NotSupportedError("a model on a server renders its prompts there: its tokens are not known here",
-                                "model")
+    engine.runner(engine.resolve_model(req.model, "chat").model_id).needs_tokenizer(
+        "a model on a server renders its prompts there: its tokens are not known here", "model", NotSupportedError)
     try:
         gen = engine.generate(GenerationRequest(model=req.model, messages=messages), scope)
     except ContextWindowExceededError as exc:

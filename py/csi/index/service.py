@@ -139,9 +139,9 @@ class DocumentIndex:
         if req.overlap >= req.max_tokens:
             raise InvalidInputError("`overlap` must be less than `max_tokens`", "overlap")
         model = await self.engine.embedding_model(req.model)
-        if model.remote is not None:
-            raise ModelNotSupportedError(f"{req.model!r} runs on a server: an index chunks by its tokenizer, which "
-                                         "is not here (name an embedding model of this engine)", "model")
+        self.engine.runner(model.model_id).needs_tokenizer(
+            f"{req.model!r} runs on a server: an index chunks by its tokenizer, which is not here (name an "
+            "embedding model of this engine)", "model", ModelNotSupportedError)
         if req.max_tokens > model.context_length - 2:
             raise InvalidInputError(f"`max_tokens` is {req.max_tokens}; {req.model!r} embeds at most "
                                     f"{model.context_length - 2} tokens per chunk", "max_tokens")

@@ -24,11 +24,12 @@ class TextServices:
     def __init__(self, backend: TokenCounting, languages: LanguageSource,
                  loaded_models: Callable[[], Collection[str]],
                  alias_of: Callable[[str], str] = lambda name: name,
-                 on_server: Callable[[str], bool] = lambda name: False) -> None:
-        """``on_server(model_id)``: whether a loaded model runs on a server (no tokenizer here)."""
+                 needs_tokenizer: Callable[[str, str], None] = lambda name, message: None) -> None:
+        """``needs_tokenizer(model_id, message)`` raises ``ModelNotSupportedError(message)`` when the
+        model's tokenizer is not here (a model on a server)."""
         self.backend = backend
         self._alias_of = alias_of
-        self._on_server = on_server
+        self._needs_tokenizer = needs_tokenizer
         self.language_source = languages
         self._loaded_models = loaded_models
         self._languages: LanguageModels | None = None
@@ -40,9 +41,8 @@ class TextServices:
         if model_id not in known:
             raise ModelNotSupportedError(
                 f"model {model_id!r} is neither loaded nor built in (known: {', '.join(sorted(known))})", "model")
-        if self._on_server(model_id):
-            raise ModelNotSupportedError(f"{model_id!r} runs on a server: its tokenizer is not here to count "
-                                         "tokens with (name a model of this engine)", "model")
+        self._needs_tokenizer(model_id, f"{model_id!r} runs on a server: its tokenizer is not here to count "
+                              "tokens with (name a model of this engine)")
         await self.backend.load_tokenizer(model_id)
         return model_id
 

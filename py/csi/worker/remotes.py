@@ -1,4 +1,5 @@
-"""``set_remotes``: the page's servers of remote models, checked and handed to the engine."""
+"""``set_remotes``: the page's OpenAI-compatible servers and the models on them, checked and handed
+to the engine's placement."""
 
 from __future__ import annotations
 
@@ -6,16 +7,21 @@ from typing import Any
 
 from ..core.aliases import MODEL_ID
 from ..core.engine import Engine
-from ..core.remote import Endpoint, RemoteModel, check_remote_url
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NotSupportedError
+from ..servers import Endpoint, ServerModel, ServerPlacement, check_server_url
 from .requests import RemoteModelSpec, RemotesRequest
 
 
 async def set_remotes(engine: Engine, r: RemotesRequest) -> list[dict[str, Any]]:
-    """Replace the remote configuration; the models configured, with where each is served."""
-    models: dict[str, RemoteModel] = {}
+    """Replace the servers' configuration; the models configured, with where each is served."""
+    placement = engine.servers
+    if not isinstance(placement, ServerPlacement):
+        if not r.remotes:
+            return []
+        raise NotSupportedError("this engine has no HTTP client to reach servers with", "remotes")
+    models: dict[str, ServerModel] = {}
     for i, server in enumerate(r.remotes):
-        endpoint = Endpoint(check_remote_url(server.base_url, f"remotes[{i}].base_url"), server.api_key,
+        endpoint = Endpoint(check_server_url(server.base_url, f"remotes[{i}].base_url"), server.api_key,
                             server.timeout_s)
         for j, spec in enumerate(server.models):
             spec = RemoteModelSpec(id=spec) if isinstance(spec, str) else spec
@@ -28,7 +34,7 @@ async def set_remotes(engine: Engine, r: RemotesRequest) -> list[dict[str, Any]]
             name = spec.server_model or spec.id
             if not name or len(name) > 500:
                 raise InvalidInputError("`server_model` must be 1 to 500 characters", f"{param}.server_model")
-            models[spec.id] = RemoteModel(spec.id, endpoint, name, spec.policy)
-    engine.remotes.set(list(models.values()))
+            models[spec.id] = ServerModel(spec.id, endpoint, name, spec.policy)
+    placement.set(list(models.values()))
     return [{"id": m.model_id, "base_url": m.endpoint.base_url, "server_model": m.server_model, "policy": m.policy}
             for m in models.values()]

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from pyodide.ffi import JsException
 
-from ...core.remote import unreachable
+from ...servers.http import unreachable
 
 
 class _FetchResponse:

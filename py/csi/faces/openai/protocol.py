@@ -149,7 +149,8 @@ class ChatCompletionRequest(_OpenAINoOps):
             model=self.model, messages=tuple(chat_message(m) for m in self.messages),
             params=_generation_params(self, self.top_logprobs or 0, self.max_completion_tokens or self.max_tokens),
             n=self.n or 1, tools=tools, tool_choice=choice,
-            parallel_tool_calls=self.parallel_tool_calls is not False, template_vars=self._template_vars())
+            parallel_tool_calls=self.parallel_tool_calls is not False, template_vars=self._template_vars(),
+            openai=self)
 
     def _template_vars(self) -> tuple[tuple[str, Any], ...]:
         thinking = self.extra_body.enable_thinking if self.extra_body else None
@@ -246,7 +247,7 @@ class CompletionRequest(_OpenAINoOps):
         return GenerationRequest(model=self.model, prompt=None if tokens else cast(str, self.prompt),
                                  prompt_ids=tuple(cast(list[int], self.prompt)) if tokens else None,
                                  params=_generation_params(self, top, self.max_tokens or 16),
-                                 n=self.n or 1)
+                                 n=self.n or 1, openai=self)
 
 
 def _check_common(req: ChatCompletionRequest | CompletionRequest) -> None:

@@ -11,15 +11,14 @@ import secrets
 import sys
 import time
 from array import array
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 
-from ...core.decode import GenerationStats, TextDelta
+from ...core.decode import CallPiece, GenerationStats, TextDelta
 from ...core.engine import Engine
-from ...core.generation import ChoiceEvent, Generation
+from ...core.generation import ChoiceEvent, ChoiceResult, Generation
 from ...core.scope import Scope
 from ...core.tools import ArgumentsPiece, CallStart, TextPiece, ToolEvent
 from ...errors import InvalidInputError
-from . import remote
 from .protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from .responses import (
     ChatCompletion,
@@ -50,8 +49,9 @@ from .responses import (
 # ---- shared by chat and text completions --------------------------------------------------------
 
 
-def usage(stats: list[GenerationStats]) -> CompletionUsage:
-    """Usage of all choices: the prompt once, completions summed, timings of the first choice."""
+def usage(stats: list[GenerationStats], served: Mapping[str, str]) -> CompletionUsage:
+    """Usage of all choices: the prompt once, completions summed, timings of the first choice, and
+    who served them (``served_by``, ``server``: a model on a server)."""
     first = stats[0]
     completion = sum(s.completion_tokens for s in stats)
     return CompletionUsage(
@@ -59,21 +59,22 @@ def usage(stats: list[GenerationStats]) -> CompletionUsage:
         completion_tokens=completion,
         total_tokens=first.prompt_tokens + completion,
         prompt_tokens_details=PromptTokensDetails(cached_tokens=first.cached_tokens),
-        extra=UsageExtra(**first.timings()),
+        extra=UsageExtra.model_validate({**first.timings(), **served}),
     )
 
 
 class _Finished:
     """The stats of the choices that have ended, for usage once all have."""
 
-    def __init__(self) -> None:
+    def __init__(self, served: Mapping[str, str]) -> None:
         self.stats: dict[int, GenerationStats] = {}
+        self.served = served
 
     def add(self, event: ChoiceEvent) -> None:
         self.stats[event.index] = event.stats
 
     def usage(self) -> CompletionUsage:
-        return usage([self.stats[i] for i in sorted(self.stats)])
+        return usage([self.stats[i] for i in sorted(self.stats)], self.served)
 
 
 # ---- chat completions ------------------------------------------------------------------------------
@@ -81,8 +82,7 @@ class _Finished:
 
 def _chat_logprobs(gen: Generation, delta: TextDelta) -> list[TokenLogprob]:
     def entry(token: int) -> tuple[str, list[int]]:
-        raw = gen.token_bytes(token)
-        return raw.decode("utf-8", errors="replace"), list(raw)
+        return gen.token_text(token), list(gen.token_bytes(token))
 
     # built from the engine's own data on the per-token path: no validation needed
     out = []
@@ -110,6 +110,12 @@ def _delta(events: list[ToolEvent]) -> Delta:
     return Delta(role="assistant", content=text or None, tool_calls=calls or None)
 
 
+def _call_deltas(pieces: tuple[CallPiece, ...]) -> list[ToolCallDelta]:
+    """Tool-call pieces a server parsed, as OpenAI streams them."""
+    return [ToolCallDelta(index=p.index, id=p.id, type="function" if p.id else None,
+                          function=FunctionCallDelta(name=p.name, arguments=p.arguments)) for p in pieces]
+
+
 def _finish(stats: GenerationStats, called: bool, legacy: bool = False) -> ChatFinishReason:
     """``tool_calls`` (``function_call`` for the deprecated ``functions``) for a reply that ended by
     itself after calling tools."""
@@ -135,30 +141,30 @@ async def chat_completion_stream(
 ) -> AsyncIterator[ChatCompletionChunk]:
     """Stream a chat completion: chunks of text per choice (``index``), a chunk with each
     choice's ``finish_reason``, and with ``stream_options.include_usage`` a last chunk with usage.
-    A model on a server answers through ``remote``."""
+"""
     include_usage = bool(req.stream_options and req.stream_options.include_usage)
-    model = engine.resolve_model(req.model, "chat")
-    if model.remote is not None:
-        async for piece in remote.chat_stream(engine, req, model.model_id, scope, include_usage):
-            yield piece
-        return
     gen = engine.generate(req.to_generation_request(), scope)
     chunk_id = "chatcmpl-" + secrets.token_hex(12)
     created = int(time.time())
     with_ids = bool(req.return_token_ids)
     with_logprobs = gen.params.sampling.logprobs
-    finished = _Finished()
+    finished = _Finished(gen.served)
 
     def chunk(choices: list[ChunkChoice], use: CompletionUsage | None = None) -> ChatCompletionChunk:
         return ChatCompletionChunk(id=chunk_id, created=created, model=gen.model.model_id, choices=choices, usage=use)
 
     parsers = {i: gen.tool_parser() for i in range(gen.n)}
+    called: set[int] = set()  # choices with tool calls a server parsed
     legacy = req.functions is not None
     async for event in gen:
         parser = parsers[event.index]
         if event.delta is not None:
             d = event.delta
-            delta = Delta(role="assistant", content=d.text) if parser is None else _delta(list(parser.push(d.text)))
+            if d.calls:
+                called.add(event.index)
+                delta = Delta(role="assistant", content=d.text or None, tool_calls=_call_deltas(d.calls))
+            else:
+                delta = Delta(role="assistant", content=d.text) if parser is None else _delta(list(parser.push(d.text)))
             if legacy:
                 delta = _legacy_delta(delta)
             if delta.content is None and delta.tool_calls is None and delta.function_call is None \
@@ -175,7 +181,7 @@ async def chat_completion_stream(
             if rest.content is not None or rest.tool_calls is not None or rest.function_call is not None:
                 yield chunk([ChunkChoice(index=event.index, delta=rest)])
         finished.add(event)
-        finish = _finish(event.stats, bool(parser and parser.calls), legacy)
+        finish = _finish(event.stats, bool(parser and parser.calls) or event.index in called, legacy)
         done = chunk([ChunkChoice(index=event.index, delta=Delta(), finish_reason=finish,
                                   token_ids=[] if with_ids else None)])
         if event.index == gen.n - 1 and not include_usage:
@@ -189,9 +195,6 @@ async def chat_completion_stream(
 
 async def chat_completion(engine: Engine, req: ChatCompletionRequest, scope: Scope | None = None) -> ChatCompletion:
     """The non-streaming form: the engine's stream, collected once."""
-    model = engine.resolve_model(req.model, "chat")
-    if model.remote is not None:
-        return await remote.chat(engine, req, model.model_id, scope)
     gen = engine.generate(req.to_generation_request(), scope)
     with_ids = bool(req.return_token_ids)
     with_logprobs = gen.params.sampling.logprobs
@@ -199,7 +202,7 @@ async def chat_completion(engine: Engine, req: ChatCompletionRequest, scope: Sco
     results = await gen.collect()
     return ChatCompletion(
         id="chatcmpl-" + secrets.token_hex(12), created=int(time.time()), model=gen.model.model_id,
-        usage=usage([r.stats for r in results]), prompt_token_ids=gen.prompt_ids if with_ids else None,
+        usage=usage([r.stats for r in results], gen.served), prompt_token_ids=gen.prompt_ids if with_ids else None,
         choices=[
             Choice(index=i, message=message,
                    finish_reason=_finish(r.stats, bool(message.tool_calls or message.function_call), legacy),
@@ -207,15 +210,15 @@ async def chat_completion(engine: Engine, req: ChatCompletionRequest, scope: Sco
                    if with_logprobs else None,
                    token_ids=r.token_ids if with_ids else None)
             for i, r in enumerate(results)
-            for message in [_message(gen, r.text, legacy)]
+            for message in [_message(gen, r, legacy)]
         ],
     )
 
 
-def _message(gen: Generation, text: str, legacy: bool = False) -> ChatCompletionMessage:
+def _message(gen: Generation, choice: ChoiceResult, legacy: bool = False) -> ChatCompletionMessage:
     """The whole reply: its text, or (when tools were called) the calls and any text around them;
     for the deprecated ``functions``, the call as ``function_call``."""
-    content, calls = gen.reply(text)
+    content, calls = gen.reply(choice)
     if legacy:
         first = [FunctionCall(name=name, arguments=args) for _, name, args in calls[:1]]
         return ChatCompletionMessage(content=content, function_call=first[0] if first else None)
@@ -242,10 +245,10 @@ def _legacy_logprobs(gen: Generation, deltas: list[TextDelta], offset: int) -> C
     for delta in deltas:
         at = offset
         for step in delta.steps:
-            text = gen.token_bytes(step.token).decode("utf-8", errors="replace")
+            text = gen.token_text(step.token)
             tokens.append(text)
             lps.append(step.logprob or 0.0)
-            tops.append({gen.token_bytes(t).decode("utf-8", errors="replace"): lp for t, lp in step.top})
+            tops.append({gen.token_text(t): lp for t, lp in step.top})
             offsets.append(at)
             at += len(text)
         offset += len(delta.text)
@@ -276,11 +279,6 @@ async def completion_stream(
 ) -> AsyncIterator[Completion]:
     """Stream a text completion of a raw prompt (no chat template), OpenAI's legacy shape."""
     include_usage = bool(req.stream_options and req.stream_options.include_usage)
-    model = engine.resolve_model(req.model, "chat")
-    if model.remote is not None:
-        async for piece in remote.completion_stream(engine, req, model.model_id, scope, include_usage):
-            yield piece
-        return
     gen = engine.generate(req.to_generation_request(), scope)
     n = gen.n
     cid = "cmpl-" + secrets.token_hex(12)
@@ -288,7 +286,7 @@ async def completion_stream(
     echo = _echo(engine, req, gen)
     offsets = {i: len(echo) for i in range(n)}
     echoed: set[int] = set()
-    finished = _Finished()
+    finished = _Finished(gen.served)
 
     def chunk(choices: list[CompletionChoice], use: CompletionUsage | None = None) -> Completion:
         return Completion(id=cid, created=created, model=gen.model.model_id, choices=choices, usage=use)
@@ -319,9 +317,6 @@ async def completion_stream(
 
 async def completion(engine: Engine, req: CompletionRequest, scope: Scope | None = None) -> Completion:
     """The non-streaming form: the engine's stream, collected once."""
-    model = engine.resolve_model(req.model, "chat")
-    if model.remote is not None:
-        return await remote.completion(engine, req, model.model_id, scope)
     gen = engine.generate(req.to_generation_request(), scope)
     results = await gen.collect()
     echo = _echo(engine, req, gen)
@@ -332,7 +327,7 @@ async def completion(engine: Engine, req: CompletionRequest, scope: Scope | None
                                         finish_reason=r.finish_reason, logprobs=logprobs,
                                         token_ids=r.token_ids if req.return_token_ids else None))
     return Completion(id="cmpl-" + secrets.token_hex(12), created=int(time.time()), model=gen.model.model_id,
-                      usage=usage([r.stats for r in results]), choices=choices,
+                      usage=usage([r.stats for r in results], gen.served), choices=choices,
                       prompt_token_ids=gen.prompt_ids if req.return_token_ids else None)
 
 

@@ -203,7 +203,7 @@ async def chat(engine: Engine, batch: ChatBatch, scope: Scope | None = None) -> 
 
 def _message(gen: Generation, r: ChoiceResult) -> tuple[dict[str, Any], bool]:
     """The assistant's message; with tool calls (pharia:skill@0.4) their id, name and arguments."""
-    content, calls = gen.reply(r.text)
+    content, calls = gen.reply(r)
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
         message["tool_calls"] = [{"id": cid, "name": name, "arguments": args} for cid, name, args in calls]

@@ -8,7 +8,7 @@ import asyncio
 import ssl
 from urllib.parse import urlsplit
 
-from ..core.remote import unreachable
+from .http import unreachable
 
 MAX_HEADER = 64 << 10
 

@@ -1,169 +1,22 @@
-"""Models on an OpenAI-compatible server (llama.cpp, vLLM, ...): which models live where (``Remotes``),
-the HTTP port the engine reaches them through (``HttpClient``, implemented over fetch in the worker
-and over asyncio in CPython), and ``RemoteCall``: one request to a server, JSON or server-sent events,
-with its failures mapped to csi-web's errors and its cancellation reaching the server."""
+"""One request to a server, JSON or server-sent events, with its failures mapped to csi-web's errors,
+its timeout, and its cancellation (``interrupt``/``abort``) reaching the server as a dropped connection."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any
 
-from ..errors import (
-    AuthenticationError,
-    ContextWindowExceededError,
-    CsiError,
-    InvalidInputError,
-    ModelNotSupportedError,
-    NotSupportedError,
-    RateLimitError,
-    ServerError,
-    ServerTimeoutError,
-    ServerUnavailableError,
-)
-from .backend import ModelInfo
-
-Policy = Literal["remote", "prefer-local"]
-"""``remote``: the server always serves the model; ``prefer-local``: the model is loaded in the
-browser, and the server serves it only when that load fails (no WebGPU, no storage, no network)."""
-
-MAX_ERROR_TEXT = 2000
+from ..errors import CsiError, ServerError, ServerTimeoutError
+from .endpoints import Endpoint
+from .errors import http_error
+from .http import HttpClient, HttpResponse
 
 
-class HttpResponse(Protocol):
-    """An HTTP response whose body arrives in pieces."""
-
-    status: int
-
-    async def read(self, timeout_s: float) -> bytes | None:
-        """The next piece of the body; ``None`` at its end; ``TimeoutError`` when none comes
-        within ``timeout_s``. Once ``close()`` is called, a pending read ends (any way it can)."""
-        ...
-
-    def close(self) -> None:
-        """Stop reading and drop the connection (the server sees the request cancelled)."""
-        ...
-
-
-class HttpClient(Protocol):
-    async def open(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> HttpResponse:
-        """Send a request and return once the status and headers have come; ``ServerUnavailableError``
-        when the server cannot be reached."""
-        ...
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """One OpenAI-compatible server: its base URL (ending in ``/v1`` or what stands for it), key, timeout."""
-
-    base_url: str
-    api_key: str | None = None
-    timeout_s: float = 120.0
-
-    def url(self, path: str) -> str:
-        return self.base_url.rstrip("/") + "/" + path
-
-    def headers(self) -> dict[str, str]:
-        out = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-        if self.api_key:
-            out["Authorization"] = f"Bearer {self.api_key}"
-        return out
-
-
-@dataclass(frozen=True)
-class RemoteModel:
-    """A model id csi-web answers to, the endpoint serving it and its name there."""
-
-    model_id: str
-    endpoint: Endpoint
-    server_model: str
-    policy: Policy = "remote"
-
-    def info(self, fallback: str | None) -> ModelInfo:
-        """The engine's entry for this model, served by its server (``fallback``: why not here)."""
-        return ModelInfo(self.model_id, "chat", 0, remote=self.endpoint.base_url, fallback=fallback)
-
-
-class Remotes:
-    """The remote models the page configured (``set_remotes``), by csi-web model id."""
-
-    def __init__(self, reachable: bool = True) -> None:
-        self._models: dict[str, RemoteModel] = {}
-        self._reachable = reachable
-
-    def set(self, models: list[RemoteModel]) -> None:
-        """Replace the configuration (a loaded model whose server changes must be loaded again)."""
-        if models and not self._reachable:
-            raise NotSupportedError("this engine has no HTTP client to reach servers with", "remotes")
-        self._models = {m.model_id: m for m in models}
-
-    def get(self, model_id: str) -> RemoteModel | None:
-        return self._models.get(model_id)
-
-    def all(self) -> list[RemoteModel]:
-        return list(self._models.values())
-
-
-_BODY_FIELD = re.compile(r"'loc': \('body', ((?:'[^']*'|\d+)(?:, (?:'[^']*'|\d+))*)\)")
-"""FastAPI's validation error, as llama-cpp-python reports it: a 500 whose message names the field."""
-_CONTEXT = re.compile(r"context (window|length)|maximum context|too many tokens|exceeds? the|n_ctx", re.I)
-
-
-def _server_message(raw: bytes) -> tuple[str, str | None]:
-    """The message (and ``param``, if it names one) of a server's error body, OpenAI's shape or not."""
-    text = raw.decode("utf-8", "replace")
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return text.strip()[:MAX_ERROR_TEXT] or "(no message)", None
-    err = body.get("error", body) if isinstance(body, dict) else body
-    if isinstance(err, dict):
-        message = err.get("message") or err.get("detail") or json.dumps(err)
-        param = err.get("param") if isinstance(err.get("param"), str) else None
-        if isinstance(message, list):  # FastAPI's validation errors
-            parts = [m for m in message if isinstance(m, dict)]
-            message = "; ".join(str(m.get("msg", m)) for m in parts) or json.dumps(message)
-            locs: list[list[Any]] = [m["loc"] for m in parts if isinstance(m.get("loc"), list)]
-            if param is None and locs and len(locs[0]) > 1:
-                param = _field_path(locs[0][1:])
-        return str(message)[:MAX_ERROR_TEXT], param
-    return str(err)[:MAX_ERROR_TEXT], None
-
-
-def http_error(status: int, raw: bytes, where: str) -> CsiError:
-    """A server's HTTP error as csi-web's error of that kind, with the server's message."""
-    message, param = _server_message(raw)
-    said = f"{where} answered {status}: {message}"
-    if status in (401, 403):
-        return AuthenticationError(said, "api_key")
-    if status == 429:
-        return RateLimitError(said)
-    if status == 404:
-        return ModelNotSupportedError(said, param or "model")
-    field = _BODY_FIELD.search(message)
-    if field is not None and param is None:
-        param = _field_path([p.strip().strip("'") for p in field.group(1).split(",")])
-    if 400 <= status < 500 or (field is not None and "validation error" in message):
-        if status == 413 or _CONTEXT.search(message):
-            return ContextWindowExceededError(said, param or "messages")
-        return InvalidInputError(said, param)
-    return ServerError(said)
-
-
-def _field_path(loc: list[Any]) -> str:
-    """``["messages", 0, "content"]`` -> ``messages[0].content``."""
-    path = ""
-    for part in (str(p) for p in loc):
-        path += f"[{part}]" if part.isdigit() else ("." if path else "") + part
-    return path
-
-
-class RemoteCall:
+class ServerCall:
     """One request to a remote model's server. ``cancel`` is a future resolved when the request
-    is cancelled (``Engine.next_cancel``); the connection is then dropped and ``Aborted`` raised."""
+    is cancelled (``Scheduler.next_cancel``); the connection is then dropped and ``Aborted`` raised."""
 
     def __init__(self, http: HttpClient, endpoint: Endpoint, cancelled: Callable[[], bool],
                  next_cancel: Callable[[], asyncio.Future[None]]) -> None:
@@ -330,15 +183,3 @@ class RemoteCall:
 
 class Aborted(Exception):  # noqa: N818 - a signal, not an error the caller sees
     """The request was cancelled while it waited for its server."""
-
-
-def check_remote_url(url: str, param: str) -> str:
-    """A base URL of an OpenAI-compatible server (http or https), without its trailing slash."""
-    if not (isinstance(url, str) and len(url) <= 2000 and re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", url)):
-        raise InvalidInputError("a server's `baseURL` must be an http or https URL, such as "
-                                "http://127.0.0.1:8080/v1 (at most 2,000 characters)", param)
-    return url.rstrip("/")
-
-
-def unreachable(where: str, cause: str) -> ServerUnavailableError:
-    return ServerUnavailableError(f"{where} could not be reached: {cause}")
