@@ -62,9 +62,10 @@ def import_gguf(rest: list[str], model_id: str | None) -> int:
         print(f"--id {model_id!r}: use lowercase letters, digits, '.', '_' and '-'", file=sys.stderr)
         return 2
     deps.ensure_python()
-    from buildtools.gguf_import import GGUFImportError
-    from buildtools.gguf_import import import_gguf as convert
-    from buildtools.site import BUILTIN_IDS, IMPORTED
+    from buildtools.models.cache import BUILTIN_IDS
+    from buildtools.models.gguf_import import GGUFImportError
+    from buildtools.models.gguf_import import import_gguf as convert
+    from buildtools.site import IMPORTED
 
     if model_id in BUILTIN_IDS:
         print(f"{model_id!r} is a built-in model's id: choose another with --id", file=sys.stderr)

@@ -249,8 +249,8 @@ def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -
     from .bench_package import package_bench
     from .bench_remote import remote_bench
     from .bench_startup import startup_bench
-    from .hub_mirror import Mirror
-    from .site import build_bench_models
+    from .models.cache import build_bench_models
+    from .models.hub_mirror import Mirror
 
     if device == "webgpu":
         return run_webgpu_bench(dist, ARGS, CHROMIUM, only)

@@ -121,7 +121,7 @@ def _wheel() -> Path:
 
 def _model() -> Path:
     """The built-in model's GGUF, as a file the server can open."""
-    from buildtools.smollm2 import GGUF, WHEEL  # here: it imports the GGUF converter (numpy, gguf)
+    from buildtools.models.smollm2 import GGUF, WHEEL  # here: it imports the GGUF converter (numpy, gguf)
 
     model = SERVER_DIR / Path(GGUF).name
     if not model.exists():

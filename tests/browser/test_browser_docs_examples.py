@@ -85,8 +85,8 @@ RUN_WORKER = """async ([url, model]) => {
 
 
 def _hub(request: pytest.FixtureRequest) -> dict[str, str]:
-    from buildtools.hub_mirror import Mirror
-    from buildtools.site import build_hub_models
+    from buildtools.models.cache import build_hub_models
+    from buildtools.models.hub_mirror import Mirror
 
     mirror = Mirror({"csi-test/tiny-qwen2": build_hub_models()["csi-test/tiny-qwen2"]}).start()
     request.addfinalizer(mirror.stop)
