@@ -33,7 +33,7 @@ from buildtools import own_venv  # noqa: E402  (standard library only)
 if __name__ == "__main__":
     own_venv.enter(Path(__file__).resolve(), sys.argv[1:])  # returns inside .venv/, made when needed
 
-from buildtools import deps  # noqa: E402
+from buildtools.deps import deps  # noqa: E402
 
 
 def setup(browser: bool) -> Path:
@@ -110,7 +110,7 @@ def main() -> int:
         return 0
     if args.command == "test":
         setup(browser=True)
-        from buildtools.llama_server import ensure_server
+        from buildtools.deps.llama_server import ensure_server
 
         ensure_server()  # the remote-model tests' llama.cpp server (compiled once: ~5 min on 2 cores)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "py"), str(ROOT)])}

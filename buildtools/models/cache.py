@@ -9,7 +9,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from ..deps import CACHE, log
+from ..deps.deps import CACHE, log
 
 HERE = Path(__file__).parent
 BUILTIN_IDS = ("smollm2-135m-instruct", "tiny-chat", "all-minilm-l6-v2", "tiny-gpt2")  # as build_models() makes them

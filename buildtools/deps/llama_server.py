@@ -20,7 +20,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from buildtools.deps import CACHE, ensure_pypi_file, log
+from buildtools.deps.deps import CACHE, ensure_pypi_file, log
 
 VERSION = "0.3.36"
 # llama-cpp-python's [server] extra and everything it pulls, as resolved from PyPI (a lock).
