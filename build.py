@@ -41,7 +41,7 @@ def setup(browser: bool) -> Path:
     deps.ensure_npm()
     if browser:
         deps.ensure_chromium()
-    from buildtools.site import build_site
+    from buildtools.site.assemble import build_site
 
     return build_site()
 
@@ -65,7 +65,7 @@ def import_gguf(rest: list[str], model_id: str | None) -> int:
     from buildtools.models.cache import BUILTIN_IDS
     from buildtools.models.gguf_import import GGUFImportError
     from buildtools.models.gguf_import import import_gguf as convert
-    from buildtools.site import IMPORTED
+    from buildtools.site.assemble import IMPORTED
 
     if model_id in BUILTIN_IDS:
         print(f"{model_id!r} is a built-in model's id: choose another with --id", file=sys.stderr)
@@ -98,7 +98,7 @@ def main() -> int:
         setup(browser=False)
         return 0
     if args.command == "serve":
-        from buildtools.serve import make_server
+        from buildtools.site.serve import make_server
 
         dist = setup(browser=False)
         server = make_server(dist, args.port, verbose=True)
@@ -132,7 +132,7 @@ def main() -> int:
 
         return run_soak(dist, args.minutes)
     if args.command == "pack":
-        from buildtools.pack import pack
+        from buildtools.site.pack import pack
 
         print(pack(setup(browser=False)))
         return 0
@@ -140,7 +140,7 @@ def main() -> int:
         if len(rest) != 1:
             print("usage: python3 build.py copy-models DIR [--only id,...]", file=sys.stderr)
             return 2
-        from buildtools.pack import copy_models
+        from buildtools.site.pack import copy_models
 
         setup(browser=False)
         ids = copy_models(Path(rest[0]).resolve(), args.only.split(",") if args.only else None)

@@ -12,7 +12,7 @@ from typing import Any
 
 from .bench_decode import TIMED_STREAM
 from .index_bench import index_bench
-from .serve import serve_in_thread
+from .site.serve import serve_in_thread
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -111,7 +111,7 @@ def run_webgpu_bench(dist: Path, args: list[str], chromium: str, only: list[str]
 
     from .bench_decode import decode_bench
     from .bench_memory import memory_run
-    from .serve import serve_in_thread
+    from .site.serve import serve_in_thread
 
     unknown = sorted(set(only or []) - set(WEBGPU_SECTIONS))
     if unknown:

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .serve import serve_in_thread
+from .site.serve import serve_in_thread
 from .soak_interrupts import healthy, interrupt_traffic
 
 CHROMIUM = "/usr/bin/chromium"

@@ -21,7 +21,7 @@ def browser_type_launch_args() -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def site_url() -> Iterator[str]:
-    from buildtools.serve import serve_in_thread
+    from buildtools.site.serve import serve_in_thread
 
     if not (DIST / "index.html").exists():
         pytest.fail("dist/ is not built: run `python3 build.py test`")

@@ -12,7 +12,7 @@ import pytest
 
 from buildtools.deps import deps
 from buildtools.deps.skill_packages import RECIPES, download, from_sdist, repack, served
-from buildtools.site import _offline_role
+from buildtools.site.assemble import _offline_role
 from csi.core.packages import SERVED
 from tests.support.paths import DIST
 
