@@ -11,8 +11,8 @@ from pathlib import Path
 from ..deps.deps import CACHE, ROOT, ensure_pyodide_wheels, log
 from ..deps.lang_data import ensure_lang_data
 from ..deps.skill_packages import write_packages
-from ..deps.wheel import build_wheel
 from ..models.cache import build_hub_models, build_models
+from .csi_wheel import build_wheel
 
 DIST = ROOT / "dist"
 IMPORTED = ROOT / "imported"  # model folders `python3 build.py import-gguf` made (served with the built-ins)

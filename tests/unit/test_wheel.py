@@ -7,7 +7,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from buildtools.deps.wheel import build_wheel
+from buildtools.site.csi_wheel import build_wheel
 from tests.support.paths import ROOT
 
 CPYTHON_LIBRARIES = {"numpy", "onnxruntime", "onnx", "tokenizers", "xgrammar", "jinja2"}
