@@ -150,7 +150,7 @@ def main() -> int:
         return import_gguf(rest, args.model_id)
     if args.command == "bench":
         dist = setup(browser=True)
-        from buildtools.bench import run_bench
+        from buildtools.bench.run import run_bench
 
         return run_bench(dist, args.only.split(",") if args.only else None, args.device)
     return 2

@@ -122,7 +122,8 @@ def build_site() -> Path:
     sync_tree(ROOT / "web", DIST / "web")  # the library (what `build.py pack` ships)
     sync_tree(ROOT / "app", DIST / "app")  # the playground, which uses the library through its public names
     sync_tree(ROOT / "worker", DIST / "worker")
-    sync_tree(ROOT / "bench", DIST / "bench")
+    # the bench's baseline worker (transformers.js on its own), beside the bench code that loads it
+    sync_tree(ROOT / "buildtools" / "bench", DIST / "bench", lambda rel: rel.suffix == ".js")
     # The example skills' sources, for the playground's skill studio: name -> file in index.json.
     examples = ROOT / "py" / "csi" / "skills" / "examples"
     sync_tree(examples, DIST / "skills" / "examples", lambda rel: rel.suffix == ".py" and rel.name != "__init__.py")

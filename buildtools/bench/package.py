@@ -10,10 +10,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .site.assemble import DIST
-from .site.npm_app import make_vite_app
-from .site.pack import pack
-from .site.serve import serve_in_thread
+from ..site.assemble import DIST
+from ..site.npm_app import make_vite_app
+from ..site.pack import pack
+from ..site.serve import serve_in_thread
 
 
 def _first_token_ms(page: Any) -> float:
