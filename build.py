@@ -128,7 +128,7 @@ def main() -> int:
                                 "tests/browser/test_browser_boundary.py", *rest], cwd=ROOT, env=env)
     if args.command == "soak":
         dist = setup(browser=True)
-        from buildtools.soak import run_soak
+        from buildtools.soak.run import run_soak
 
         return run_soak(dist, args.minutes)
     if args.command == "pack":

@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 
 from buildtools.site.serve import PlainHandler
-from buildtools.soak_interrupts import SPIN
+from buildtools.soak.interrupts import SPIN
 from tests.browser.test_browser_offline import ask
 from tests.support.browser import LOCAL_PREFIXES, tracked_context
 from tests.support.paths import DIST
