@@ -38,7 +38,7 @@ PYTHON_PINS = {
     "mypy": "2.4.1",  # type checks run by the suite (tests/unit/test_types.py)
     "semantic-text-splitter": "0.33.1",  # reference oracle for chunking
     "lingua-language-detector": "2.1.1",  # reference oracle for select_language
-    "regex": "2026.5.9",  # its Unicode 17 tables feed buildtools/unicode_tables.py
+    "regex": "2026.5.9",  # its Unicode 17 tables feed buildtools/codegen/unicode_tables.py
     "jsonschema": "4.26.0",  # reference validator for structured output
     "rfc3339-validator": "0.1.4",  # jsonschema's checker of the `time` and `date-time` formats (else it accepts all)
     "lark": "1.3.1",  # reference parser for EBNF-constrained output
