@@ -44,7 +44,7 @@ PYTHON_PINS = {
     "lark": "1.3.1",  # reference parser for EBNF-constrained output
     "cmarkgfm": "2025.10.22",  # GitHub's cmark-gfm: the reference for the playground's Markdown
     "hypothesis": "6.170.15",  # the message fuzzer (tests/unit/test_fuzz_messages.py, build.py fuzz)
-    "gguf": "0.19.0",  # reads GGUF files (buildtools/gguf_import.py) and lets transformers load them
+    "gguf": "0.19.0",  # reads GGUF files (buildtools/models/gguf_import.py) and lets transformers load them
     "accelerate": "1.15.0",  # transformers' GGUF loader asks for it
     "psutil": None,  # the bench samples the browser's memory
     # what pharia-skill's runtime imports (pharia_skill.testing: DevCsi), at the versions installed
