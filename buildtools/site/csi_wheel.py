@@ -1,5 +1,5 @@
-"""The pure-Python ``csi`` wheel the worker installs: py/csi less what runs only in CPython, with
-deterministic bytes."""
+"""The pure-Python ``csi`` wheel the worker installs: py/csi less what the browser never imports,
+with deterministic bytes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ from pathlib import Path
 
 from ..deps.wheel import PURE_WHEEL, write_wheel
 
-# Paths under py/csi that run only in CPython, left out of the browser wheel: the CPython backend
-# (numpy, onnxruntime, tokenizers) and the local runtime with its host (threads, local folders).
-CPYTHON_ONLY = ("backends/cpython", "backends/local_host.py", "local.py")
+# Paths under py/csi the browser never imports (the worker's closure is csi.worker.main and the
+# example skills), left out of the browser wheel: the CPython backend (numpy, onnxruntime,
+# tokenizers), the local runtime (local.py) with its host (threads, local folders) and its HTTP
+# client (asyncio streams; the worker fetches through worker/http_fetch.js), and the scripted backend
+# of tests (testing.py). tests/unit/test_wheel_contents.py lists what the wheel ships, and why.
+NOT_IN_BROWSER = ("backends/cpython", "backends/local_host.py", "backends/local_http.py", "local.py", "testing.py")
 
 
 def browser_modules(package_dir: Path) -> list[str]:
@@ -17,7 +20,7 @@ def browser_modules(package_dir: Path) -> list[str]:
     found = []
     for path in sorted(package_dir.rglob("*.py")):
         rel = path.relative_to(package_dir).as_posix()
-        if "__pycache__" not in path.parts and not any(rel == p or rel.startswith(f"{p}/") for p in CPYTHON_ONLY):
+        if "__pycache__" not in path.parts and not any(rel == p or rel.startswith(f"{p}/") for p in NOT_IN_BROWSER):
             found.append(rel)
     return found
 
