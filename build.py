@@ -33,7 +33,7 @@ from buildtools import own_venv  # noqa: E402  (standard library only)
 if __name__ == "__main__":
     own_venv.enter(Path(__file__).resolve(), sys.argv[1:])  # returns inside .venv/, made when needed
 
-from buildtools import deps  # noqa: E402
+from buildtools.deps import deps  # noqa: E402
 
 
 def setup(browser: bool) -> Path:
@@ -41,7 +41,7 @@ def setup(browser: bool) -> Path:
     deps.ensure_npm()
     if browser:
         deps.ensure_chromium()
-    from buildtools.site import build_site
+    from buildtools.site.assemble import build_site
 
     return build_site()
 
@@ -62,9 +62,10 @@ def import_gguf(rest: list[str], model_id: str | None) -> int:
         print(f"--id {model_id!r}: use lowercase letters, digits, '.', '_' and '-'", file=sys.stderr)
         return 2
     deps.ensure_python()
-    from buildtools.gguf_import import GGUFImportError
-    from buildtools.gguf_import import import_gguf as convert
-    from buildtools.site import BUILTIN_IDS, IMPORTED
+    from buildtools.models.cache import BUILTIN_IDS
+    from buildtools.models.gguf_import import GGUFImportError
+    from buildtools.models.gguf_import import import_gguf as convert
+    from buildtools.site.assemble import IMPORTED
 
     if model_id in BUILTIN_IDS:
         print(f"{model_id!r} is a built-in model's id: choose another with --id", file=sys.stderr)
@@ -97,7 +98,7 @@ def main() -> int:
         setup(browser=False)
         return 0
     if args.command == "serve":
-        from buildtools.serve import make_server
+        from buildtools.site.serve import make_server
 
         dist = setup(browser=False)
         server = make_server(dist, args.port, verbose=True)
@@ -109,7 +110,7 @@ def main() -> int:
         return 0
     if args.command == "test":
         setup(browser=True)
-        from buildtools.llama_server import ensure_server
+        from buildtools.deps.llama_server import ensure_server
 
         ensure_server()  # the remote-model tests' llama.cpp server (compiled once: ~5 min on 2 cores)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "py"), str(ROOT)])}
@@ -127,11 +128,11 @@ def main() -> int:
                                 "tests/browser/test_browser_boundary.py", *rest], cwd=ROOT, env=env)
     if args.command == "soak":
         dist = setup(browser=True)
-        from buildtools.soak import run_soak
+        from buildtools.soak.run import run_soak
 
         return run_soak(dist, args.minutes)
     if args.command == "pack":
-        from buildtools.pack import pack
+        from buildtools.site.pack import pack
 
         print(pack(setup(browser=False)))
         return 0
@@ -139,7 +140,7 @@ def main() -> int:
         if len(rest) != 1:
             print("usage: python3 build.py copy-models DIR [--only id,...]", file=sys.stderr)
             return 2
-        from buildtools.pack import copy_models
+        from buildtools.site.pack import copy_models
 
         setup(browser=False)
         ids = copy_models(Path(rest[0]).resolve(), args.only.split(",") if args.only else None)
@@ -149,7 +150,7 @@ def main() -> int:
         return import_gguf(rest, args.model_id)
     if args.command == "bench":
         dist = setup(browser=True)
-        from buildtools.bench import run_bench
+        from buildtools.bench.run import run_bench
 
         return run_bench(dist, args.only.split(",") if args.only else None, args.device)
     return 2

@@ -21,7 +21,7 @@ def browser_type_launch_args() -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def site_url() -> Iterator[str]:
-    from buildtools.serve import serve_in_thread
+    from buildtools.site.serve import serve_in_thread
 
     if not (DIST / "index.html").exists():
         pytest.fail("dist/ is not built: run `python3 build.py test`")
@@ -41,7 +41,7 @@ def engine_page(browser: Any, site_url: str) -> Iterator[EnginePage]:
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """llama-cpp-python's OpenAI-compatible server on the built-in model's GGUF, as ``smollm2-server``
-    (built once by buildtools/llama_server.py; ``build.py test`` prepares it)."""
+    (built once by buildtools/deps/llama_server.py; ``build.py test`` prepares it)."""
     with running_llama_server(tmp_path_factory.mktemp("llama-server") / "server.log") as server:
         yield server
 

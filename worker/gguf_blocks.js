@@ -1,4 +1,4 @@
-// Models imported from GGUF files (buildtools/gguf_import.py) keep their 4- and 8-bit blocks in the
+// Models imported from GGUF files (buildtools/models/gguf_import.py) keep their 4- and 8-bit blocks in the
 // ONNX file, with nodes that onnxruntime would fold into fp32 weights when the session starts.
 // Folding keeps every intermediate tensor until it is done (several times the weights' size), so
 // this loader expands the blocks itself instead: one pass over typed arrays, writing the fp32

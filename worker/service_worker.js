@@ -12,7 +12,7 @@
 // page, is not (web/isolation.js reloads the page once then).
 //
 // It also keeps the site for offline use: the app shell and runtime that site-manifest.json lists
-// (written by buildtools/site.py, which stamps SITE_VERSION below) are stored when a version
+// (written by buildtools/site/assemble.py, which stamps SITE_VERSION below) are stored when a version
 // installs, in the cache "csi-site-<version>", and answered from it first; the files it lists as
 // "lazy" (the language data, the wheels of the packages skills import) are stored there once
 // fetched. Models are not stored here: the worker's transformers.js keeps every model file it
@@ -41,7 +41,7 @@ const pending = new Map();
 const waiting = [];
 const encoder = new TextEncoder();
 
-/** The site's version; buildtools/site.py stamps it (the digest of site-manifest.json's files). */
+/** The site's version; buildtools/site/assemble.py stamps it (the digest of site-manifest.json's files). */
 const SITE_VERSION = "dev";
 const SITE_PREFIX = "csi-site-";
 const SITE_CACHE = SITE_PREFIX + SITE_VERSION;
@@ -127,7 +127,7 @@ function isolated(response) {
 
 /** Store this version's files: unchanged ones are copied from an earlier version's cache, the rest fetched. */
 async function precache() {
-  if (SITE_VERSION === "dev") return; // not built by buildtools/site.py: nothing to keep
+  if (SITE_VERSION === "dev") return; // not built by buildtools/site/assemble.py: nothing to keep
   const response = await fetch(new URL(`site-manifest.json?v=${SITE_VERSION}`, BASE), { cache: "no-store" });
   if (!response.ok) throw new Error(`site-manifest.json: HTTP ${response.status}`);
   /** @type {SiteManifest} */

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from buildtools.soak_interrupts import SPIN
+from buildtools.soak.interrupts import SPIN
 from tests.support.browser import EnginePage, open_engine_page
 
 CALLS = int(os.environ.get("CSI_PAGE_FUZZ_CALLS", "300"))

@@ -20,7 +20,7 @@ Conventions (a page's blocks are one script, read top to bottom):
   Hugging Face Hub -> a local mirror of a small Qwen2 repo; a GPU server -> the suite's llama.cpp
   server); the swapped text must still be in the page, so the example cannot drift from it.
 - docs/npm.md's examples are not run here (ELSEWHERE): its vite.config.js and main.js are the app
-  tests/browser/test_browser_npm_package.py builds with the packed package (buildtools/npm_app.py).
+  tests/browser/test_browser_npm_package.py builds with the packed package (buildtools/site/npm_app.py).
 - Errors name the block's file and line; module line numbers equal the Markdown file's (the module
   is padded), so a stack's `...md.L42.mjs:45` is line 45 of the page.
 """
@@ -85,8 +85,8 @@ RUN_WORKER = """async ([url, model]) => {
 
 
 def _hub(request: pytest.FixtureRequest) -> dict[str, str]:
-    from buildtools.hub_mirror import Mirror
-    from buildtools.site import build_hub_models
+    from buildtools.models.cache import build_hub_models
+    from buildtools.models.hub_mirror import Mirror
 
     mirror = Mirror({"csi-test/tiny-qwen2": build_hub_models()["csi-test/tiny-qwen2"]}).start()
     request.addfinalizer(mirror.stop)
@@ -115,7 +115,7 @@ PAGES = {page: found for page, found in PAGES.items() if found and page not in E
 @pytest.fixture(scope="module")
 def docs_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
     """The built site plus a folder `__docs__/` for the examples, served like `site_url`."""
-    from buildtools.serve import serve_in_thread
+    from buildtools.site.serve import serve_in_thread
 
     if not (DIST / "index.html").exists():
         pytest.fail("dist/ is not built: run `python3 build.py test`")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from buildtools.bench_gpu import GPU_FLAGS, probe, refusal
+from buildtools.bench.gpu import GPU_FLAGS, probe, refusal
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.webgpu]

@@ -2,7 +2,7 @@
 URL layout, with byte progress, kept in the browser's Cache API, loaded again with the mirror
 stopped, listed and deleted by the cache helpers, and cancelled mid-download.
 
-The model, ``csi-test/tiny-qwen2`` (buildtools/tiny_qwen2.py), is not among the site's built-ins:
+The model, ``csi-test/tiny-qwen2`` (buildtools/models/tiny_qwen2.py), is not among the site's built-ins:
 its own architecture (Qwen2), tokenizer and chat template. Its replies are checked against
 PyTorch on the same files."""
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from buildtools.hub_mirror import Mirror
+from buildtools.models.hub_mirror import Mirror
 from tests.support.browser import EnginePage, tracked_context
 
 pytestmark = pytest.mark.browser
@@ -27,7 +27,7 @@ NEW_TOKENS = 16
 
 @pytest.fixture(scope="module")
 def repo_folder() -> Path:
-    from buildtools.site import build_hub_models
+    from buildtools.models.cache import build_hub_models
 
     return build_hub_models()[REPO]
 

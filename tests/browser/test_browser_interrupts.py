@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from buildtools.soak_interrupts import SKILLS, healthy, interrupt_traffic
+from buildtools.soak.interrupts import SKILLS, healthy, interrupt_traffic
 from tests.support.browser import EnginePage, open_engine_page
 
 FRESH_WORKERS = int(os.environ.get("CSI_FRESH_WORKERS", "30"))

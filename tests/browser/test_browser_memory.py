@@ -1,6 +1,6 @@
 """Flat memory in Chromium: 30 generations of every kind, 3 unload/reload cycles and 2 switches to
 the real model in one worker, with `engine.memoryStats({jsHeap: true})` after each step; every
-figure stays within buildtools/bench_memory.py's bounds (a model never disposed makes
+figure stays within buildtools/bench/memory.py's bounds (a model never disposed makes
 onnxruntime's wasm memory grow at each reload, and fails here)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from buildtools.bench_memory import BOUNDS, Plan, memory_run
+from buildtools.bench.memory import BOUNDS, Plan, memory_run
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.browser

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from buildtools.hub_mirror import Mirror
+from buildtools.models.hub_mirror import Mirror
 from tests.support.browser import LOCAL_PREFIXES
 from tests.support.paths import MODELS, ROOT
 
@@ -190,7 +190,7 @@ def test_cancel_during_a_load_of_the_real_model_stops_it_and_tiny_chat_loads_aft
 
 def test_a_hub_id_shows_its_download_size_from_the_mirror_before_it_loads(
         page_and_requests: PageAndRequests, site_url: str) -> None:
-    from buildtools.site import build_hub_models
+    from buildtools.models.cache import build_hub_models
 
     folder = build_hub_models()[HUB_REPO]
     mirror = Mirror({HUB_REPO: folder}).start()

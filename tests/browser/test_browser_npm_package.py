@@ -17,9 +17,9 @@ import jsonschema
 import numpy as np
 import pytest
 
-from buildtools.npm_app import make_vite_app
-from buildtools.pack import pack
-from buildtools.serve import serve_in_thread
+from buildtools.site.npm_app import make_vite_app
+from buildtools.site.pack import pack
+from buildtools.site.serve import serve_in_thread
 from tests.support.browser import LOCAL_PREFIXES, tracked_context
 from tests.support.paths import DIST, ROOT
 from tests.support.reference import sentence_transformer

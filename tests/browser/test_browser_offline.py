@@ -4,7 +4,7 @@ did online; a new version of the site is picked up on the next visit and the per
 
 The tests serve their own copy of dist/ (links to its files) from a server of their own on a fixed
 origin, which they stop and restart, and whose files they change. The site's version is computed
-here from the served files, by the rule buildtools/site.py documents.
+here from the served files, by the rule buildtools/site/assemble.py documents.
 
 `python3 -m tests.browser.test_browser_offline` prints first- and repeat-visit load times."""
 
@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from buildtools.serve import Handler
-from buildtools.site import write_site_manifest
+from buildtools.site.assemble import write_site_manifest
+from buildtools.site.serve import Handler
 from tests.support.browser import LOCAL_PREFIXES, tracked_context
 from tests.support.paths import DIST, ROOT
 
@@ -224,7 +224,7 @@ def measure(browser: Any, site_url: str, model: str) -> dict[str, float]:
 if __name__ == "__main__":
     from playwright.sync_api import sync_playwright
 
-    from buildtools.serve import serve_in_thread
+    from buildtools.site.serve import serve_in_thread
     from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
     server, base = serve_in_thread(DIST)

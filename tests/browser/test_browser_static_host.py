@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 
-from buildtools.serve import PlainHandler
-from buildtools.soak_interrupts import SPIN
+from buildtools.site.serve import PlainHandler
+from buildtools.soak.interrupts import SPIN
 from tests.browser.test_browser_offline import ask
 from tests.support.browser import LOCAL_PREFIXES, tracked_context
 from tests.support.paths import DIST
@@ -68,7 +68,7 @@ INTERRUPT = """async ([spin, site]) => {
 
 
 class PlainHost:
-    """A folder served as a static host serves it (buildtools/serve.py's PlainHandler: MIME types, no
+    """A folder served as a static host serves it (buildtools/site/serve.py's PlainHandler: MIME types, no
     COOP/COEP/CORP), noting every path asked for."""
 
     def __init__(self, root: Path) -> None:

@@ -1,4 +1,4 @@
-"""GGUF import (``buildtools/gguf_import.py``) round trip on GGUF files the test writes itself:
+"""GGUF import (``buildtools/models/gguf_import.py``) round trip on GGUF files the test writes itself:
 tiny-chat's float weights, q/k rows permuted as llama.cpp's converter does, 2-D weights quantized by
 ``gguf.quants`` (Q8_0 in one file, Q4_0 in the other; ``ffn_down``'s 688-wide rows stay F16).
 
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from buildtools.gguf_import import Report
+from buildtools.models.gguf_import import Report
 from csi.backends.cpython import CPythonBackend
 from tests.support.aio import run_async
 from tests.support.gguf_files import TINY_CHAT, WrittenGGUF, write_foreign_gguf, write_tiny_chat_gguf
@@ -41,7 +41,7 @@ class Imported:
 
 @pytest.fixture(scope="module", params=["Q8_0", "Q4_0"])
 def imported(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Imported:
-    from buildtools.gguf_import import import_gguf
+    from buildtools.models.gguf_import import import_gguf
 
     qtype = request.param
     tmp = tmp_path_factory.mktemp(f"gguf-{qtype}")
@@ -167,7 +167,7 @@ def test_build_py_refuses_another_architecture_naming_it(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("arch", ["phi3", "qwen3", "gemma"])
 def test_llama_like_architectures_are_refused_too(arch: str, tmp_path: Path) -> None:
-    from buildtools.gguf_import import GGUFImportError, read_gguf
+    from buildtools.models.gguf_import import GGUFImportError, read_gguf
 
     path = tmp_path / f"{arch}.gguf"
     write_foreign_gguf(path, arch)

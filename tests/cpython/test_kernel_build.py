@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from buildtools.kernel_sdk import VENV, KernelBuildError, build_component, ensure_sdk, skill_world
+from buildtools.deps.kernel_sdk import VENV, KernelBuildError, build_component, ensure_sdk, skill_world
 from tests.support.kernel_host import (
     CsiNotProvided,
     HostResources,

@@ -192,7 +192,7 @@ def lang_dir() -> Path:
     built = ROOT / "dist" / "lang"
     if (built / "index.json").exists():
         return built
-    from buildtools.lang_data import ensure_lang_data
+    from buildtools.deps.lang_data import ensure_lang_data
 
     return ensure_lang_data()
 

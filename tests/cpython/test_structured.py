@@ -409,7 +409,7 @@ def test_tool_prompts_equal_hf_transformers_apply_chat_template(engine):
 
 @pytest.mark.parametrize(("new_phrasings", "at_least"), [(False, 0.55), (True, 0.5)])
 def test_tiny_chat_picks_the_right_tool_on_held_out_questions(engine, new_phrasings, at_least):
-    from buildtools.tiny_chat_tools import held_out_cases
+    from buildtools.models.tiny_chat_tools import held_out_cases
 
     cases = held_out_cases(40, new_phrasings)
     right = 0

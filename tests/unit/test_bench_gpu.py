@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from buildtools.bench_gpu import GPU_FLAGS, classify, refusal
+from buildtools.bench.gpu import GPU_FLAGS, classify, refusal
 
 # as Chromium 150 reports them (SwiftShader: measured on this machine with GPU_FLAGS)
 SWIFTSHADER = {"vendor": "google", "architecture": "swiftshader", "device": "0xc0de",

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from buildtools.site import CODEMIRROR, NODE, VENDOR
+from buildtools.site.assemble import CODEMIRROR, NODE, VENDOR
 from tests.support.paths import ROOT
 
 BARE_IMPORT = re.compile(r"""(?:^|[;\s])(?:import|export)\s[^'"]*?from\s*['"]([^'"./][^'"]*)['"]"""

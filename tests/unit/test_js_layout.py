@@ -74,7 +74,7 @@ def test_nothing_loads_the_playground_wiring_and_only_it_mounts_panels() -> None
 
 
 def test_the_library_never_loads_the_app_and_the_app_reaches_the_library_only_by_its_public_names() -> None:
-    from buildtools.pack import LIBRARY_ENTRIES
+    from buildtools.site.pack import LIBRARY_ENTRIES
 
     g = graph()
     assert not [f"{a} -> {b}" for a, t in g.items() if not a.startswith("app/") for b in t if b.startswith("app/")]

@@ -7,7 +7,7 @@ import copy
 import json
 from typing import Any
 
-from buildtools.bench_memory import BOUNDS, MIB, judge
+from buildtools.bench.memory import BOUNDS, MIB, judge
 from csi.backends.local_host import LocalHost
 from csi.runtime import build_runtime
 from csi.testing import EOS, ScriptedBackend

@@ -1,4 +1,4 @@
-"""The packages skills import, as the build ships them (buildtools/skill_packages.py): what
+"""The packages skills import, as the build ships them (buildtools/deps/skill_packages.py): what
 dist/wheels/packages/ holds is what csi.core.packages.SERVED names, the repacked and pure wheels
 hold what they should, the service worker keeps them once fetched, and CPython gets the same versions."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from buildtools import deps
-from buildtools.site import _offline_role
-from buildtools.skill_packages import RECIPES, download, from_sdist, repack, served
+from buildtools.deps import deps
+from buildtools.deps.skill_packages import RECIPES, download, from_sdist, repack, served
+from buildtools.site.assemble import _offline_role
 from csi.core.packages import SERVED
 from tests.support.paths import DIST
 

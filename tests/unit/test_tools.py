@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from buildtools.tiny_chat_tools import CHAT_TEMPLATE as TINY_CHAT_TEMPLATE
+from buildtools.models.tiny_chat_tools import CHAT_TEMPLATE as TINY_CHAT_TEMPLATE
 from csi.core.request import ChatMessage, ForcedTool, Tool, ToolCall
 from csi.core.tools import (
     GENERIC,

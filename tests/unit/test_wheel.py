@@ -7,7 +7,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from buildtools.wheel import build_wheel
+from buildtools.site.csi_wheel import build_wheel
+from csi.skills.registry import EXAMPLES
 from tests.support.paths import ROOT
 
 CPYTHON_LIBRARIES = {"numpy", "onnxruntime", "onnx", "tokenizers", "xgrammar", "jinja2"}
@@ -19,17 +20,25 @@ class Module:
     is_package: bool
     tree: ast.Module
 
-    def imports(self) -> set[str]:
-        """The modules it imports (relative imports resolved; ``from m import x`` counts as ``m``)."""
+    def _imported(self) -> list[tuple[str, list[str]]]:
+        """(module, the names taken from it) of every import (relative imports resolved)."""
         package = self.name if self.is_package else self.name.rpartition(".")[0]
-        found: set[str] = set()
+        found: list[tuple[str, list[str]]] = []
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Import):
-                found |= {a.name for a in node.names}
+                found += [(a.name, []) for a in node.names]
             elif isinstance(node, ast.ImportFrom):
                 base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
-                found.add(".".join(base + ([node.module] if node.module else [])))
+                found.append((".".join(base + ([node.module] if node.module else [])), [a.name for a in node.names]))
         return found
+
+    def imports(self) -> set[str]:
+        """The modules it imports (``from m import x`` counts as ``m``)."""
+        return {module for module, _ in self._imported()}
+
+    def may_import(self) -> set[str]:
+        """``imports()``, and ``m.x`` for each ``from m import x`` (x may be a module)."""
+        return self.imports() | {f"{module}.{name}" for module, names in self._imported() for name in names}
 
 
 def wheel_modules(tmp_path: Path) -> dict[str, Module]:
@@ -49,7 +58,23 @@ def test_the_browser_wheel_has_the_worker_and_the_pyodide_backend_but_no_cpython
     names = set(wheel_modules(tmp_path))
     assert {"csi.worker.main", "csi.backends.pyodide", "csi.backends.pyodide.generation"} <= names
     assert not {n for n in names if n.startswith("csi.backends.cpython")}
-    assert not names & {"csi.local", "csi.backends.local_host"}
+    assert not names & {"csi.local", "csi.backends.local_host", "csi.backends.local_http", "csi.testing"}
+
+
+def test_every_module_of_the_browser_wheel_is_one_the_worker_imports(tmp_path: Path) -> None:
+    """Reached from worker.js's ``pyimport("csi.worker.main")`` and the example skills the registry
+    imports by name; a package's ``__init__`` whenever one of its modules is."""
+    modules = wheel_modules(tmp_path)
+    reached: set[str] = set()
+    todo = ["csi.worker.main", *EXAMPLES.values()]
+    while todo:
+        name = todo.pop()
+        if name in reached or name not in modules:
+            continue
+        reached.add(name)
+        parents = [".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)]
+        todo += parents + sorted(modules[name].may_import())
+    assert sorted(set(modules) - reached) == []
 
 
 def test_no_module_of_the_browser_wheel_imports_a_cpython_only_library(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from buildtools.wire_types import OUT, render
+from buildtools.codegen.wire_types import OUT, render
 from csi.worker.routes import ROUTES
 from tests.support.paths import ROOT
 
@@ -17,7 +17,7 @@ TSC = ROOT / "node_modules" / ".bin" / "tsc"
 
 
 def test_the_typescript_declarations_are_generated_from_the_current_models() -> None:
-    assert OUT.read_text() == render(), "a request model changed: run `python3 -m buildtools.wire_types`"
+    assert OUT.read_text() == render(), "a request model changed: run `python3 -m buildtools.codegen.wire_types`"
 
 
 def test_every_route_with_a_body_has_its_type_and_every_field_of_its_model() -> None:

@@ -1,10 +1,10 @@
 """The packages a skill may import besides the standard library, in one table: the build ships
-what ``SERVED`` names (buildtools/skill_packages.py reads this file), ``csi.skills.imports`` lets
+what ``SERVED`` names (buildtools/deps/skill_packages.py reads this file), ``csi.skills.imports`` lets
 skills import them, and the hosts load them (``PackageLoader``). Plain data without imports, so
 that the build reads it without importing csi.
 
 To serve another package: add it to ``SERVED`` and say how its wheel is made in
-buildtools/skill_packages.py (``RECIPES``): a pure wheel from PyPI, or one built from its sdist."""
+buildtools/deps/skill_packages.py (``RECIPES``): a pure wheel from PyPI, or one built from its sdist."""
 
 from __future__ import annotations
 

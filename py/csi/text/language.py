@@ -2,7 +2,7 @@
 
 Pharia Kernel answers with ``LanguageDetectorBuilder::from_languages(candidates)
 .with_minimum_relative_distance(0.5).build().detect_language_of(text)``; this module gives the same answers
-from lingua's own n-gram models (see ``buildtools/lang_data.py`` for the file format, one file per language,
+from lingua's own n-gram models (see ``buildtools/deps/lang_data.py`` for the file format, one file per language,
 fetched and decoded only for the candidates asked for).
 
 The algorithm, as lingua runs it:

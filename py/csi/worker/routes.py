@@ -2,7 +2,7 @@
 message is ``{id, type, request}``; the envelope (``csi.worker.app``) parses ``request`` as the
 route's model, once, and hands the handler that typed model. worker/protocol.js declares the same
 types and modes, and worker/wire_types.d.ts (generated from these models by
-``buildtools/wire_types.py``) their bodies; tests check that all three agree.
+``buildtools/codegen/wire_types.py``) their bodies; tests check that all three agree.
 
 Modes: ``whole`` answers with one ``result``; ``stream`` answers with one ``chunk`` message per
 chunk and then ``result: null`` when the handler returns an async iterator (``stream: true``), or

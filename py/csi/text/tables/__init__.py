@@ -1,1 +1,1 @@
-"""Generated tables (buildtools/unicode_tables.py), kept apart from hand-written code."""
+"""Generated tables (buildtools/codegen/unicode_tables.py), kept apart from hand-written code."""

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from buildtools.deps import CACHE, log
+from buildtools.deps.deps import CACHE, log
 
 # pharia-skill 0.20.0 and everything it pulls, as resolved from PyPI (a lock: the build is repeatable).
 SDK_PINS = {
@@ -165,9 +165,9 @@ def build_component(skill_file: Path, out_dir: Path) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    """``python3 -m buildtools.kernel_sdk SKILL.py [OUT_DIR]``: build one skill file for Pharia Kernel."""
+    """``python3 -m buildtools.deps.kernel_sdk SKILL.py [OUT_DIR]``: build one skill file for Pharia Kernel."""
     if len(argv) not in (1, 2) or not argv[0].endswith(".py"):
-        print("usage: python3 -m buildtools.kernel_sdk SKILL.py [OUT_DIR]", file=sys.stderr)
+        print("usage: python3 -m buildtools.deps.kernel_sdk SKILL.py [OUT_DIR]", file=sys.stderr)
         return 2
     try:
         wasm = build_component(Path(argv[0]), Path(argv[1] if len(argv) == 2 else "."))

@@ -273,7 +273,7 @@ def _log(msg: str) -> None:
 
 def index_bench(playwright: Any, url: str, chromium: str, args: list[str]) -> dict[str, Any]:
     """The ``document_index`` part of the bench JSON."""
-    from .bench_text import english_text
+    from .text import english_text
 
     corpus = english_text(INGEST_CHARS)
     vocab = _vocabulary(english_text(1_000_000))

@@ -7,7 +7,7 @@ and sequence axes).  Before the folder is published (atomically, via a
 temporary sibling directory) the ONNX embeddings, mean-pooled and
 L2-normalised, are checked against sentence-transformers.
 
-Usage: ``python -m buildtools.minilm OUT_DIR``
+Usage: ``python -m buildtools.models.minilm OUT_DIR``
 """
 
 from __future__ import annotations

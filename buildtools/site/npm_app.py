@@ -14,7 +14,7 @@ from .pack import copy_models
 VITE = "8.3.8"
 MODELS = ["smollm2-135m-instruct", "all-minilm-l6-v2"]
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "npm.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "npm.md"
 
 
 def doc_block(first_line: str) -> str:

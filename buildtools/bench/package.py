@@ -1,5 +1,5 @@
 """The bench's ``package`` section: the npm package's size, and the page-to-first-token time of a
-Vite app built with it (buildtools/npm_app.py), cold (a new browser profile) and warm (a reload),
+Vite app built with it (buildtools/site/npm_app.py), cold (a new browser profile) and warm (a reload),
 served by a plain static server (no COOP/COEP: one thread, as on most static hosts)."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .npm_app import make_vite_app
-from .pack import pack
-from .serve import serve_in_thread
-from .site import DIST
+from ..site.assemble import DIST
+from ..site.npm_app import make_vite_app
+from ..site.pack import pack
+from ..site.serve import serve_in_thread
 
 
 def _first_token_ms(page: Any) -> float:

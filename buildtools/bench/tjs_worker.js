@@ -1,6 +1,7 @@
 // Benchmark baseline: transformers.js's own greedy `model.generate` in a module worker, on the
 // same model files and thread settings as csi-web's worker, on the ORT build transformers.js picks
 // itself (asyncify) unless the load names another (`build: "plain"`, csi-web's on WASM).
+// Served as /bench/tjs_worker.js (buildtools/site/assemble.py copies it): its imports are relative to that URL.
 
 import { AutoModelForCausalLM, AutoTokenizer, pipeline } from "../vendor/transformers/transformers.js";
 import { configureRuntime, useOrtBuild } from "../worker/runtime_env.js";

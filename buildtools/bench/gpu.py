@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .bench_memory import Plan
+from .memory import Plan
 
 # What lets headless Chromium on Linux reach a GPU: WebGPU on (Linux ships it behind a flag),
 # Dawn and ANGLE on Vulkan, no window surface to present to, no blocklisted drivers; developer
@@ -109,16 +109,16 @@ def run_webgpu_bench(dist: Path, args: list[str], chromium: str, only: list[str]
     """The bench on a hardware WebGPU adapter, or exit status 1 (with the reason on stderr) without one."""
     from playwright.sync_api import sync_playwright
 
-    from .bench_decode import decode_bench
-    from .bench_memory import memory_run
-    from .serve import serve_in_thread
+    from ..site.serve import serve_in_thread
+    from .decode import decode_bench
+    from .memory import memory_run
 
     unknown = sorted(set(only or []) - set(WEBGPU_SECTIONS))
     if unknown:
         print(f"bench --device webgpu runs the sections {list(WEBGPU_SECTIONS)}, not {unknown}", file=sys.stderr)
         return 2
     wanted = set(only or WEBGPU_SECTIONS)
-    flags = [*args, *GPU_FLAGS, "--enable-blink-features=ForceEagerMeasureMemory"]  # the last: bench_memory's
+    flags = [*args, *GPU_FLAGS, "--enable-blink-features=ForceEagerMeasureMemory"]  # the last: memory.py's
     server, url = serve_in_thread(dist)
     try:
         with sync_playwright() as p:

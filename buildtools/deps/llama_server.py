@@ -20,7 +20,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from buildtools.deps import CACHE, ensure_pypi_file, log
+from buildtools.deps.deps import CACHE, ensure_pypi_file, log
 
 VERSION = "0.3.36"
 # llama-cpp-python's [server] extra and everything it pulls, as resolved from PyPI (a lock).
@@ -121,7 +121,7 @@ def _wheel() -> Path:
 
 def _model() -> Path:
     """The built-in model's GGUF, as a file the server can open."""
-    from buildtools.smollm2 import GGUF, WHEEL  # here: it imports the GGUF converter (numpy, gguf)
+    from buildtools.models.smollm2 import GGUF, WHEEL  # here: it imports the GGUF converter (numpy, gguf)
 
     model = SERVER_DIR / Path(GGUF).name
     if not model.exists():

@@ -1,5 +1,5 @@
 """`python3 build.py bench`: csi-web's full stack against transformers.js, one browser run, JSON out;
-then the document index (buildtools/index_bench.py) in a browser profile of its own."""
+then the document index (buildtools/bench/index.py) in a browser profile of its own."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .bench_decode import TIMED_STREAM
-from .index_bench import index_bench
-from .serve import serve_in_thread
+from ..site.serve import serve_in_thread
+from .decode import TIMED_STREAM
+from .index import index_bench
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -121,8 +121,8 @@ def _csi_bench(page: object, dist: Path) -> dict[str, object]:
     from semantic_text_splitter import TextSplitter
     from tokenizers import Tokenizer
 
-    from .bench_text import english_text
-    from .lang_bench import language_bench_texts
+    from .lang import language_bench_texts
+    from .text import english_text
 
     text = english_text(1_000_000)
     tokenizer = Tokenizer.from_file(str(dist / "models" / "all-minilm-l6-v2" / "tokenizer.json"))
@@ -239,18 +239,18 @@ SECTIONS = ("sampling", "decode", "webgpu", "embeddings", "extras", "startup", "
 
 def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -> int:
     """Every section of the bench, or those in ``only`` (names from SECTIONS); JSON on stdout. With
-    ``device`` "webgpu", the GPU bench of bench_gpu.py instead (a hardware adapter, or exit status 1)."""
+    ``device`` "webgpu", the GPU bench of gpu.py instead (a hardware adapter, or exit status 1)."""
     from playwright.sync_api import sync_playwright
 
-    from .bench_decode import decode_bench, sampling_bench
-    from .bench_embed import embed_bench
-    from .bench_gpu import run_webgpu_bench
-    from .bench_memory import memory_bench
-    from .bench_package import package_bench
-    from .bench_remote import remote_bench
-    from .bench_startup import startup_bench
-    from .hub_mirror import Mirror
-    from .site import build_bench_models
+    from ..models.cache import build_bench_models
+    from ..models.hub_mirror import Mirror
+    from .decode import decode_bench, sampling_bench
+    from .embed import embed_bench
+    from .gpu import run_webgpu_bench
+    from .memory import memory_bench
+    from .package import package_bench
+    from .remote import remote_bench
+    from .startup import startup_bench
 
     if device == "webgpu":
         return run_webgpu_bench(dist, ARGS, CHROMIUM, only)

@@ -12,7 +12,7 @@ The parts, in build order: ``tiny_chat_docs`` (docstrings mined), ``tiny_chat_co
 (conversations), ``tiny_chat_tokenizer``, ``tiny_chat_training``, ``tiny_chat_onnx`` (export and
 check); ``tiny_chat_spec`` holds what they share.  This module runs them and checks the result.
 
-Usage: ``python -m buildtools.tiny_chat OUT_DIR``
+Usage: ``python -m buildtools.models.tiny_chat OUT_DIR``
 """
 
 from __future__ import annotations

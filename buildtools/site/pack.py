@@ -17,8 +17,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .deps import CACHE, ROOT, log
-from .site import CSI_VERSION, DIST, NODE
+from ..deps.deps import CACHE, ROOT, log
+from .assemble import CSI_VERSION, DIST, NODE
 
 # Public module -> its file in the package (the keys are package.json's "exports").
 LIBRARY_ENTRIES = {

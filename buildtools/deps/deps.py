@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache"
 
 # CPython side: model building, the CPython backend, the tests and their references.
@@ -38,13 +38,13 @@ PYTHON_PINS = {
     "mypy": "2.4.1",  # type checks run by the suite (tests/unit/test_types.py)
     "semantic-text-splitter": "0.33.1",  # reference oracle for chunking
     "lingua-language-detector": "2.1.1",  # reference oracle for select_language
-    "regex": "2026.5.9",  # its Unicode 17 tables feed buildtools/unicode_tables.py
+    "regex": "2026.5.9",  # its Unicode 17 tables feed buildtools/codegen/unicode_tables.py
     "jsonschema": "4.26.0",  # reference validator for structured output
     "rfc3339-validator": "0.1.4",  # jsonschema's checker of the `time` and `date-time` formats (else it accepts all)
     "lark": "1.3.1",  # reference parser for EBNF-constrained output
     "cmarkgfm": "2025.10.22",  # GitHub's cmark-gfm: the reference for the playground's Markdown
     "hypothesis": "6.170.15",  # the message fuzzer (tests/unit/test_fuzz_messages.py, build.py fuzz)
-    "gguf": "0.19.0",  # reads GGUF files (buildtools/gguf_import.py) and lets transformers load them
+    "gguf": "0.19.0",  # reads GGUF files (buildtools/models/gguf_import.py) and lets transformers load them
     "accelerate": "1.15.0",  # transformers' GGUF loader asks for it
     "psutil": None,  # the bench samples the browser's memory
     # what pharia-skill's runtime imports (pharia_skill.testing: DevCsi), at the versions installed

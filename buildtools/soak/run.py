@@ -1,6 +1,6 @@
 """`python3 build.py soak [--minutes N]`: mixed traffic against one engine for N minutes (default 30)
 with memory and pending calls sampled each minute, then N/3 minutes of traffic with interrupts
-(soak_interrupts.py), then the index fault test at 10 kill points.
+(interrupts.py), then the index fault test at 10 kill points.
 Prints JSON: calls by outcome, untyped errors, hangs, pending, memory per minute and its slope."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .serve import serve_in_thread
-from .soak_interrupts import healthy, interrupt_traffic
+from ..site.serve import serve_in_thread
+from .interrupts import healthy, interrupt_traffic
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -108,7 +108,7 @@ def run_soak(dist: Path, minutes: float) -> int:
         xs = [s["minute"] for s in samples]
         out["memory_slope_bytes_per_minute"] = {k: _slope(xs, [s[k] for s in samples])
                                                 for k in ("worker_bytes", "page_bytes", "total_bytes")}
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "faults.jsonl"
         env = {**os.environ, "CSI_FAULT_POINTS": "10", "CSI_KILL_POINTS": "10", "CSI_FAULT_REPORT": str(report),

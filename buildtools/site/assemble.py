@@ -8,13 +8,13 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from .deps import CACHE, ROOT, ensure_pyodide_wheels, log
-from .lang_data import ensure_lang_data
-from .skill_packages import write_packages
-from .wheel import build_wheel
+from ..deps.deps import CACHE, ROOT, ensure_pyodide_wheels, log
+from ..deps.lang_data import ensure_lang_data
+from ..deps.skill_packages import write_packages
+from ..models.cache import build_hub_models, build_models
+from .csi_wheel import build_wheel
 
 DIST = ROOT / "dist"
-BUILTIN_IDS = ("smollm2-135m-instruct", "tiny-chat", "all-minilm-l6-v2", "tiny-gpt2")  # as build_models() makes them
 IMPORTED = ROOT / "imported"  # model folders `python3 build.py import-gguf` made (served with the built-ins)
 NODE = ROOT / "node_modules"
 CSI_VERSION = "0.1.0"
@@ -88,45 +88,6 @@ def sync_tree(src: Path, dst: Path, include: Callable[[Path], bool] = lambda rel
                 p.unlink()
 
 
-def _digest(paths: list[Path]) -> str:
-    h = hashlib.sha256()
-    for p in paths:
-        h.update(p.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def cached_build(name: str, sources: list[Path], build: Callable[[Path], None]) -> Path:
-    """Run ``build(out)`` into .cache/models/<name> only when ``sources`` changed."""
-    out = CACHE / "models" / name
-    stamp = CACHE / "models" / f"{name}.stamp"
-    digest = _digest(sources)
-    if out.exists() and stamp.exists() and stamp.read_text() == digest:
-        return out
-    log(f"building model {name} (this takes a few minutes, once)")
-    if out.exists():
-        shutil.rmtree(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    build(out)
-    stamp.write_text(digest)
-    return out
-
-
-def build_models() -> dict[str, Path]:
-    """The built-in models, in the order a person meets them (the real chat model first)."""
-    from . import minilm, smollm2, tiny_chat, tiny_gpt2
-
-    here = Path(__file__).parent
-    decoder = [here / "onnx_decoder.py", here / "traceable_decoder.py"]
-    gguf_sources = [here / "smollm2.py", here / "gguf_import.py", *decoder]
-    return {
-        smollm2.MODEL_ID: cached_build(smollm2.MODEL_ID, gguf_sources, smollm2.build),
-        "tiny-chat": cached_build("tiny-chat", [*sorted(here.glob("tiny_chat*.py")), here / "traceable_decoder.py"],
-                                  tiny_chat.build),
-        "all-minilm-l6-v2": cached_build("all-minilm-l6-v2", [here / "minilm.py"], minilm.build),
-        "tiny-gpt2": cached_build("tiny-gpt2", [here / "tiny_gpt2.py", *decoder], tiny_gpt2.build),
-    }
-
-
 def imported_models() -> dict[str, Path]:
     """The models ``python3 build.py import-gguf`` made, by id."""
     if not IMPORTED.is_dir():
@@ -139,27 +100,6 @@ def _model_entry(model_id: str, folder: Path, source: str) -> dict[str, object]:
     causal = any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in config.get("architectures", []))
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     return {"id": model_id, "kind": "chat" if causal else "embedding", "bytes": size, "source": source}
-
-
-def build_hub_models() -> dict[str, Path]:
-    """Models that are not built into the site: the tests serve them from a local Hub mirror."""
-    from . import tiny_qwen2
-
-    here = Path(__file__).parent
-    sources = [here / "tiny_qwen2.py", here / "tiny_gpt2.py", here / "onnx_decoder.py", here / "traceable_decoder.py"]
-    return {tiny_qwen2.REPO_ID: cached_build("hub-tiny-qwen2", sources, tiny_qwen2.build)}
-
-
-def build_bench_models() -> dict[str, Path]:
-    """Random-weight models of real shapes, for the bench only (built on its first run)."""
-    from . import bench_models
-
-    here = Path(__file__).parent
-    sources = [here / "bench_models.py", here / "tiny_qwen2.py", here / "tiny_gpt2.py", here / "onnx_decoder.py",
-               here / "traceable_decoder.py"]
-    return {shape.repo_id: cached_build("bench-" + shape.repo_id.split("/")[1], sources,
-                                        lambda out, shape=shape: bench_models.build(shape, out))  # type: ignore[misc]
-            for shape in bench_models.SHAPES}
 
 
 def build_site() -> Path:
@@ -182,7 +122,8 @@ def build_site() -> Path:
     sync_tree(ROOT / "web", DIST / "web")  # the library (what `build.py pack` ships)
     sync_tree(ROOT / "app", DIST / "app")  # the playground, which uses the library through its public names
     sync_tree(ROOT / "worker", DIST / "worker")
-    sync_tree(ROOT / "bench", DIST / "bench")
+    # the bench's baseline worker (transformers.js on its own), beside the bench code that loads it
+    sync_tree(ROOT / "buildtools" / "bench", DIST / "bench", lambda rel: rel.suffix == ".js")
     # The example skills' sources, for the playground's skill studio: name -> file in index.json.
     examples = ROOT / "py" / "csi" / "skills" / "examples"
     sync_tree(examples, DIST / "skills" / "examples", lambda rel: rel.suffix == ".py" and rel.name != "__init__.py")

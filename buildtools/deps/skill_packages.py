@@ -126,7 +126,7 @@ def make_wheel(spec: str) -> Path:
     source, its recipe or the code that makes it changes)."""
     recipe = RECIPES.get(spec)
     if recipe is None:
-        raise SystemExit(f"{TABLE} serves {spec}, for which buildtools/skill_packages.py has no recipe (RECIPES)")
+        raise SystemExit(f"{TABLE} serves {spec}, for which buildtools/deps/skill_packages.py has no recipe (RECIPES)")
     name, version = spec.split("==")
     source = download(spec, recipe)
     out = HERE / "wheels" / (source.name if not recipe.sdist else f"{_normalized(name)}-{version}-py3-none-any.whl")

