@@ -12,7 +12,7 @@ from ..deps.wheel import PURE_WHEEL, write_wheel
 # tokenizers), the local runtime (local.py) with its host (threads, local folders) and its HTTP
 # client (asyncio streams; the worker fetches through worker/http_fetch.js), and the scripted backend
 # of tests (testing.py). tests/unit/test_wheel_contents.py lists what the wheel ships, and why.
-NOT_IN_BROWSER = ("backends/cpython", "backends/local_host.py", "backends/local_http.py", "local.py", "testing.py")
+NOT_IN_BROWSER = ("backends/cpython", "backends/local_host.py", "servers/asyncio_http.py", "local.py", "testing.py")
 
 
 def browser_modules(package_dir: Path) -> list[str]:

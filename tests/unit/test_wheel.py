@@ -58,7 +58,7 @@ def test_the_browser_wheel_has_the_worker_and_the_pyodide_backend_but_no_cpython
     names = set(wheel_modules(tmp_path))
     assert {"csi.worker.main", "csi.backends.pyodide", "csi.backends.pyodide.generation"} <= names
     assert not {n for n in names if n.startswith("csi.backends.cpython")}
-    assert not names & {"csi.local", "csi.backends.local_host", "csi.backends.local_http", "csi.testing"}
+    assert not names & {"csi.local", "csi.backends.local_host", "csi.servers.asyncio_http", "csi.testing"}
 
 
 def test_every_module_of_the_browser_wheel_is_one_the_worker_imports(tmp_path: Path) -> None:
