@@ -55,8 +55,8 @@ export class ChatModel {
     this.breakdown = emptyBreakdown();
     /** @type {Grammars|null} */
     this.grammars = null;
-    /** @type {import("./guts.js").Guts|null} set by the Bridge */
-    this.guts = null;
+    /** @type {import("./insides_session.js").PromptInsides|null} set by the Bridge */
+    this.insides = null;
     const session = model.sessions.model ?? Object.values(model.sessions)[0];
     this.cacheInputs = session.inputNames.filter((/** @type {string} */ n) => n.startsWith("past_key_values."));
     this.cacheMeta = Object.fromEntries((session.inputMetadata ?? []).map((/** @type {any} */ m) => [m.name, m]));

@@ -134,7 +134,7 @@ export function mountInsides(root) {
     setStatus("Running the model…");
     try {
       const started = performance.now();
-      const [echarts, guts] = await Promise.all([
+      const [echarts, insides] = await Promise.all([
         loadECharts(),
         engine.remote.generationalGuts({
           prompt: ui.prompt.value, fft_embeddings: ui.fft.checked, embedding_trunkation: keep, top_k_logits: topK,
@@ -142,11 +142,11 @@ export function mountInsides(root) {
       ]);
       const ran = performance.now() - started;
       ui.charts.hidden = false;
-      const tokens = guts.tokens.map((/** @type {any} */ t) => t.token);
-      const labels = guts.tokens.map((/** @type {any} */ t, /** @type {number} */ i) => `${i} ${tokenLabel(t.token)}`.slice(0, 16));
+      const tokens = insides.tokens.map((/** @type {any} */ t) => t.token);
+      const labels = insides.tokens.map((/** @type {any} */ t, /** @type {number} */ i) => `${i} ${tokenLabel(t.token)}`.slice(0, 16));
       FIELDS.forEach(({ key, title }, i) =>
-        heatmap(echarts, `insides-${i}`, title, labels, guts.tokens.map((/** @type {any} */ t) => t[key]), tokens));
-      bars(echarts, guts.generations);
+        heatmap(echarts, `insides-${i}`, title, labels, insides.tokens.map((/** @type {any} */ t) => t[key]), tokens));
+      bars(echarts, insides.generations);
       const drawn = performance.now() - started - ran;
       setStatus(`${tokens.length} tokens; model ${ran.toFixed(0)} ms, charts ${drawn.toFixed(0)} ms.`);
       ui.charts.dataset.tokens = String(tokens.length);

@@ -7,7 +7,7 @@ from typing import Any
 
 from .core.backend import Embeddings, ModelInfo, ModelKind, ProgressFn, SamplingParams, StepResult, reusable_prefix
 from .core.grammar import Grammar, GrammarError
-from .core.guts import GutsArrays
+from .core.insides import InsidesArrays
 from .errors import ModelNotSupportedError
 
 EOS = 0
@@ -49,7 +49,7 @@ class ScriptedBackend:
     async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:
         raise GrammarError("the scripted backend has no grammar compiler")
 
-    async def guts(self, model_id: str, ids: list[int], *, fft: bool, keep: int, top_k: int) -> GutsArrays:
+    async def insides(self, model_id: str, ids: list[int], *, fft: bool, keep: int, top_k: int) -> InsidesArrays:
         raise ModelNotSupportedError("the scripted backend has no insides", "model")
 
     def encode(self, model_id: str, text: str, add_special_tokens: bool = False) -> list[int]:

@@ -214,7 +214,7 @@ INSIDES_PROMPT = "The json module encodes <img src=x onerror=alert(1)> objects. 
 
 
 def test_model_insides_view_draws_one_heatmap_row_per_token_and_the_top_k_bars(browser, site_url):
-    from tests.support.guts_reference import reference_guts
+    from tests.support.insides_reference import reference_insides
     from tests.support.paths import ROOT
 
     page, requests = open_page(browser)
@@ -229,7 +229,7 @@ def test_model_insides_view_draws_one_heatmap_row_per_token_and_the_top_k_bars(b
     page.fill("#insides-top-k", "6")
     page.click("#insides-show")
     page.wait_for_selector("#insides-charts[data-tokens]")
-    ref = reference_guts("tiny-chat", INSIDES_PROMPT)
+    ref = reference_insides("tiny-chat", INSIDES_PROMPT)
     n = len(ref["ids"])
     assert page.get_attribute("#insides-charts", "data-tokens") == str(n)
     charts = page.evaluate(

@@ -407,17 +407,23 @@ def test_tool_prompts_equal_hf_transformers_apply_chat_template(engine):
     assert reply.prompt_token_ids == hf_prompt_ids(hf_history, TOOLS)
 
 
-@pytest.mark.parametrize(("new_phrasings", "at_least"), [(False, 0.55), (True, 0.5)])
-def test_tiny_chat_picks_the_right_tool_on_held_out_questions(engine, new_phrasings, at_least):
+@pytest.mark.parametrize(("new_phrasings", "count", "sigmas"), [(False, 120, 3.0), (True, 200, 2.0)])
+def test_tiny_chat_picks_the_right_tool_on_held_out_questions(engine, new_phrasings, count, sigmas):
+    """Better than guessing by a margin no guess reaches: the bar is the number of right picks a
+    uniform guess among the tools offered makes on average, plus ``sigmas`` standard deviations.
+    Each rebuild of tiny-chat (another machine's floats) lands elsewhere: 200 questions keep the
+    measure steady where 40 did not (seeds 1234 and 1235 pick 57-59% right on new phrasings)."""
     from buildtools.models.tiny_chat_tools import held_out_cases
 
-    cases = held_out_cases(40, new_phrasings)
+    cases = held_out_cases(count, new_phrasings)
     right = 0
     for tools, question, expected in cases:
         reply = chat(engine, {"messages": [{"role": "user", "content": question}], "tools": tools,
                               "tool_choice": "required", "temperature": 0, "max_tokens": 96,
                               "parallel_tool_calls": False})
         right += reply["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == expected
-    print(f"right tool on {right} of {len(cases)} held-out questions (new phrasings: {new_phrasings})")
-    # 2 or 3 tools are offered: a guess is right about 43% of the time
-    assert right >= at_least * len(cases)
+    guess = [1 / len(tools) for tools, _, _ in cases]  # 2 or 3 tools are offered
+    mean, sd = sum(guess), sum(p * (1 - p) for p in guess) ** 0.5
+    print(f"right tool on {right} of {len(cases)} held-out questions (new phrasings: {new_phrasings}); "
+          f"guessing averages {mean:.1f} (sd {sd:.1f})")
+    assert right >= mean + sigmas * sd

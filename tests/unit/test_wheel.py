@@ -56,7 +56,7 @@ def wheel_modules(tmp_path: Path) -> dict[str, Module]:
 
 def test_the_browser_wheel_has_the_worker_and_the_pyodide_backend_but_no_cpython_part(tmp_path: Path) -> None:
     names = set(wheel_modules(tmp_path))
-    assert {"csi.worker.main", "csi.backends.pyodide", "csi.backends.pyodide.generation"} <= names
+    assert {"csi.worker.main", "csi.backends.pyodide", "csi.backends.pyodide.decoding"} <= names
     assert not {n for n in names if n.startswith("csi.backends.cpython")}
     assert not names & {"csi.local", "csi.backends.local_host", "csi.servers.asyncio_http", "csi.testing"}
 

@@ -29,7 +29,7 @@ SHIPPED = {
     "backends/pyodide/bridge_state.py": "what every role shares: the JS bridge",
     "backends/pyodide/eager_future.py": "the per-token future the bridge resumes",
     "backends/pyodide/embeddings.py": "the embeddings role",
-    "backends/pyodide/generation.py": "the generation role",
+    "backends/pyodide/decoding.py": "the decoding role",
     "backends/pyodide/host.py": "the Host over worker/host.js",
     "backends/pyodide/http.py": "servers' HTTP over the browser's fetch",
     # models on OpenAI-compatible servers
@@ -56,7 +56,7 @@ SHIPPED = {
     "core/engine.py": "the engine: models, queues, cancellation",
     "core/generation.py": "what a generation hands its face",
     "core/grammar.py": "grammars that constrain a generation",
-    "core/guts.py": "a model's insides in its ONNX graph",
+    "core/insides.py": "a model's insides in its ONNX graph",
     "core/host.py": "the services' port to their surroundings",
     "core/json_numbers.py": "JSON number grammars",
     "core/packages.py": "the packages skills may import",

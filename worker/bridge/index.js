@@ -89,9 +89,9 @@ export class Bridge {
   // insides (insides.js)
 
   /** @param {string} id */
-  gutsGraph(id) { return this.#insides.gutsGraph(id); }
+  insidesGraph(id) { return this.#insides.insidesGraph(id); }
   /** @param {string} id @param {Int32Array|number[]} ids @param {string} planJson */
-  guts(id, ids, planJson) { return this.#insides.guts(id, ids, planJson); }
+  insides(id, ids, planJson) { return this.#insides.insides(id, ids, planJson); }
 
   // embeddings (embeddings.js)
 

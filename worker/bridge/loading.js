@@ -12,7 +12,7 @@ import {
 import { ChatModel } from "../chat_model.js";
 import { EXPANDED_GRAPHS } from "../gguf_blocks.js";
 import { useRuntimeFor } from "../runtime_env.js";
-import { Guts } from "../guts.js";
+import { PromptInsides } from "../insides_session.js";
 import { HUB, abortLoads, beginLoad } from "../hub_fetch.js";
 import { EmbeddingModel } from "./embedding_model.js";
 import { beginExpansion, dropEarlyExpansions, expandGGUFBlocks } from "./gguf_expand.js";
@@ -207,7 +207,7 @@ export class LoadingRole {
       }
       const m = new ChatModel(id, tokenizer, model, config);
       if (device === "webgpu") m.gpuDevice = await env.backends.onnx.webgpu?.device;
-      m.guts = new Guts(m, [...onnxFiles], BUILTIN_MODELS.includes(id));
+      m.insides = new PromptInsides(m, [...onnxFiles], BUILTIN_MODELS.includes(id));
       this.store.models.set(id, m);
       const gen = model.generation_config ?? {};
       const eos = [gen.eos_token_id, config.eos_token_id, tokenizer.eos_token_id]
@@ -272,7 +272,7 @@ export class LoadingRole {
       m.reset();
       m.sampler.dispose();
       await m.grammars?.dispose();
-      await m.guts?.dispose();
+      await m.insides?.dispose();
       await m.model.dispose?.();
     } else if (m) {
       await m.extractor.dispose?.();

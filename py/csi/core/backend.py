@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from .grammar import Grammar
-from .guts import GutsArrays
+from .insides import InsidesArrays
 from .request import SamplingParams
 from .token_bytes import TokenBytes
 
-__all__ = ["Backend", "Embedder", "Embeddings", "Generation", "Insides", "Loading", "ModelInfo", "ModelKind",
+__all__ = ["Backend", "Decoding", "Embedder", "Embeddings", "Insides", "Loading", "ModelInfo", "ModelKind",
            "ProgressFn", "SamplingParams", "StepResult", "Tokenizers", "reusable_prefix"]
 
 ModelKind = Literal["chat", "embedding"]
@@ -56,7 +56,7 @@ class Embeddings:
 
 def reusable_prefix(cached: list[int], ids: list[int]) -> int:
     """How many leading tokens of a cache holding ``cached`` a prompt ``ids`` can keep: their common
-    prefix, never all of ``ids`` (what ``Generation.reuse_prefix`` keeps)."""
+    prefix, never all of ``ids`` (what ``Decoding.reuse_prefix`` keeps)."""
     n = min(len(cached), len(ids) - 1)
     i = 0
     while i < n and cached[i] == ids[i]:
@@ -121,7 +121,7 @@ class Tokenizers(Protocol):
         ...
 
 
-class Generation(Protocol):
+class Decoding(Protocol):
     """Forward passes over a backend-side KV cache and the choice of each next token.
 
     One KV cache per loaded chat model, owned here: ``reuse_prefix`` fits it to a new prompt,
@@ -173,14 +173,14 @@ class Embedder(Protocol):
 class Insides(Protocol):
     """A chat model's intermediate tensors, for the insides view."""
 
-    async def guts(self, model_id: str, ids: list[int], *, fft: bool, keep: int, top_k: int) -> GutsArrays:
+    async def insides(self, model_id: str, ids: list[int], *, fft: bool, keep: int, top_k: int) -> InsidesArrays:
         """Run ``ids`` (no cache) through a session of the model that also outputs the tensors
-        ``csi.core.guts.find_tensors`` names (made on first use, freed with the model). Each vector:
+        ``csi.core.insides.find_tensors`` names (made on first use, freed with the model). Each vector:
         the real part of its DFT if ``fft``, then its first ``keep`` values (0: all). Raise
         ``ModelNotSupportedError`` when the graph lacks them."""
         ...
 
 
-class Backend(Loading, Tokenizers, Generation, Embedder, Insides, Protocol):
+class Backend(Loading, Tokenizers, Decoding, Embedder, Insides, Protocol):
     """Model execution, every role in one object: what an adapter implements and the composition root
     (``csi.runtime``) receives; each consumer asks only for the roles it uses."""

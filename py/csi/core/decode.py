@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from .backend import Generation, ModelInfo, StepResult, Tokenizers
+from .backend import Decoding, ModelInfo, StepResult, Tokenizers
 from .detokenize import ByteDecoder, IncrementalDecoder
 from .request import GenerationParams
 from .stop_text import StopMatcher
@@ -17,7 +17,7 @@ from .token_bytes import TokenBytes
 FinishReason = Literal["stop", "length", "abort"]
 
 
-class DecodingBackend(Generation, Tokenizers, Protocol):
+class DecodingBackend(Decoding, Tokenizers, Protocol):
     """The roles the decode loop uses: generation, and the tokenizer when token bytes are unknown."""
 
 

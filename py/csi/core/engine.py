@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from ..errors import InvalidInputError, ModelLoadError, ModelNotSupportedError
 from .aliases import MODEL_ID, ModelAliases
 from .backend import Backend, Embeddings, ModelInfo, ProgressFn
-from .generation import Generation, Guts
+from .generation import Generation, PromptInsides
 from .local_runner import LocalRunner
 from .request import GenerationRequest
 from .runner import HereOnly, Placement, Runner
@@ -182,11 +182,11 @@ class Engine:
 
     # ---- the work ------------------------------------------------------------------------------
 
-    async def guts(self, model: ModelInfo, prompt: str, *, fft: bool, keep: int, top_k: int,
-                   scope: Scope | None = None) -> Guts:
+    async def insides(self, model: ModelInfo, prompt: str, *, fft: bool, keep: int, top_k: int,
+                   scope: Scope | None = None) -> PromptInsides:
         """Each prompt token's embeddings and final-norm hidden state, and the ``top_k`` most likely
         next tokens, in turn with the model's other requests (params ``prompt``, ``top_k_logits``)."""
-        return await self._runners[model.model_id].guts(prompt, fft=fft, keep=keep, top_k=top_k, scope=scope)
+        return await self._runners[model.model_id].insides(prompt, fft=fft, keep=keep, top_k=top_k, scope=scope)
 
     async def embed(self, model: ModelInfo, texts: list[str] | list[list[int]],
                     scope: Scope | None = None) -> Embeddings:

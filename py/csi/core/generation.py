@@ -1,5 +1,5 @@
 """What a generation hands its face: the accepted request (``Generation``), its stream of
-``ChoiceEvent``s, and choices collected whole (``ChoiceResult``); ``Guts`` for the model's insides."""
+``ChoiceEvent``s, and choices collected whole (``ChoiceResult``); ``PromptInsides`` for the model's insides."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from .backend import ModelInfo, StepResult
 from .decode import FinishReason, GenerationStats, TextDelta
-from .guts import GutsArrays
+from .insides import InsidesArrays
 from .request import GenerationParams, Tool
 from .scope import Scope
 from .tools import RepeatedCallStop, ToolCallParser, ToolFormat
@@ -53,11 +53,11 @@ class ChoiceResult:
 
 
 @dataclass(frozen=True)
-class Guts:
-    """A prompt's token ids and what the model makes of them (``Engine.guts``)."""
+class PromptInsides:
+    """A prompt's token ids and what the model makes of them (``Engine.insides``)."""
 
     ids: list[int]
-    arrays: GutsArrays
+    arrays: InsidesArrays
 
 
 @dataclass(frozen=True)

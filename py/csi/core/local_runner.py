@@ -10,7 +10,7 @@ from typing import cast
 from ..errors import ContextWindowExceededError, CsiError, InvalidInputError
 from .backend import Backend, Embeddings, ModelInfo
 from .decode import GenerationStats, decode
-from .generation import ChoiceEvent, Generation, Guts
+from .generation import ChoiceEvent, Generation, PromptInsides
 from .grammar import GrammarError, compiler_message
 from .prompt import render_prompt
 from .request import GenerationRequest
@@ -86,7 +86,7 @@ class LocalRunner:
         async with self._turns.holding(model.model_id, scope):
             return await self._backend.embed(model.model_id, cast(list[str], texts))
 
-    async def guts(self, prompt: str, *, fft: bool, keep: int, top_k: int, scope: Scope | None) -> Guts:
+    async def insides(self, prompt: str, *, fft: bool, keep: int, top_k: int, scope: Scope | None) -> PromptInsides:
         model = self.info
         ids = self._backend.encode(model.model_id, prompt, add_special_tokens=True)
         if not ids:
@@ -99,8 +99,8 @@ class LocalRunner:
             raise InvalidInputError(f"`top_k_logits` is {top_k}; the vocabulary has {model.vocab_size} tokens",
                                     "top_k_logits")
         async with self._turns.holding(model.model_id, scope):
-            arrays = await self._backend.guts(model.model_id, ids, fft=fft, keep=keep, top_k=top_k)
-        return Guts(ids, arrays)
+            arrays = await self._backend.insides(model.model_id, ids, fft=fft, keep=keep, top_k=top_k)
+        return PromptInsides(ids, arrays)
 
     # ---- generation --------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from ..errors import CsiError
 from .backend import Embeddings, ModelInfo
-from .generation import Generation, Guts
+from .generation import Generation, PromptInsides
 from .request import GenerationRequest
 from .scheduler import Scheduler
 from .scope import Scope
@@ -34,8 +34,8 @@ class Runner(Protocol):
         """Sentence embeddings of texts, or of token id lists taken as they are (param ``input``)."""
         ...
 
-    async def guts(self, prompt: str, *, fft: bool, keep: int, top_k: int, scope: Scope | None) -> Guts:
-        """The model's insides for ``prompt`` (``Engine.guts``)."""
+    async def insides(self, prompt: str, *, fft: bool, keep: int, top_k: int, scope: Scope | None) -> PromptInsides:
+        """The model's insides for ``prompt`` (``Engine.insides``)."""
         ...
 
     def text_of(self, ids: list[int]) -> str:

@@ -1,4 +1,4 @@
-"""The RemoteLLM gRPC service (seed 003), proto3 JSON field names: ``Generate``, ``GetLlmType`` and
+"""The RemoteLLM gRPC service (rpc.proto), proto3 JSON field names: ``Generate``, ``GetLlmType`` and
 ``GenerationalGuts``."""
 
 from __future__ import annotations
@@ -72,12 +72,12 @@ async def generational_guts(engine: Engine, req: GenerationalGutsRequest,
     """``RemoteLLM.GenerationalGuts``: each prompt token's embeddings and last hidden state, and the
     ``top_k_logits`` most likely next tokens (raw ``logit``, and ``probability`` as an extension)."""
     model = engine.resolve_model(req.model, "chat")
-    guts = await engine.guts(model, req.prompt, fft=req.fft_embeddings, keep=req.embedding_trunkation,
+    insides = await engine.insides(model, req.prompt, fft=req.fft_embeddings, keep=req.embedding_trunkation,
                              top_k=req.top_k_logits, scope=scope)
     tokens = [{"token": engine.token_text(model.model_id, t), "token_id": t, "positional_embedding": p,
                "token_embedding": e, "hidden_state": h}
-              for t, p, e, h in zip(guts.ids, guts.arrays.positional_embedding, guts.arrays.token_embedding,
-                                    guts.arrays.hidden_state, strict=True)]
+              for t, p, e, h in zip(insides.ids, insides.arrays.positional_embedding, insides.arrays.token_embedding,
+                                    insides.arrays.hidden_state, strict=True)]
     generations = [{"token": engine.token_text(model.model_id, i), "id": i, "logit": logit, "probability": prob}
-                   for i, logit, prob in guts.arrays.top]
+                   for i, logit, prob in insides.arrays.top]
     return {"tokens": tokens, "generations": generations}

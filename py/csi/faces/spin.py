@@ -1,5 +1,5 @@
-"""Spin's ``llm`` interface (seed 000) with the stop / optional max-tokens / finish-reason
-proposal (seed 002): ``infer`` and ``generate-embeddings``."""
+"""Spin's ``llm`` interface (its WIT world) with the stop / optional max-tokens / finish-reason
+proposal: ``infer`` and ``generate-embeddings``."""
 
 from __future__ import annotations
 

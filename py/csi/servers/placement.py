@@ -14,7 +14,6 @@ from .http import HttpClient
 from .runner import ServerRunner
 
 
-
 class ServerPlacement:
     """The models placed on servers, by csi-web model id, and the runners that serve them."""
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.backend import Embeddings, ModelInfo
-from ..core.generation import Generation, Guts
+from ..core.generation import Generation, PromptInsides
 from ..core.request import GenerationRequest
 from ..core.scheduler import Scheduler
 from ..core.scope import Scope
@@ -78,7 +78,7 @@ class ServerRunner:
             raise ServerError(f"{call.where} answered {len(vectors)} embeddings for {len(texts)} inputs")
         return Embeddings(vectors, tokens, len(vectors[0]) if vectors else 0)
 
-    async def guts(self, prompt: str, *, fft: bool, keep: int, top_k: int, scope: Scope | None) -> Guts:
+    async def insides(self, prompt: str, *, fft: bool, keep: int, top_k: int, scope: Scope | None) -> PromptInsides:
         raise NotSupportedError(f"{self.info.model_id!r} runs on a server, which does not show its insides", "model")
 
     def text_of(self, ids: list[int]) -> str:

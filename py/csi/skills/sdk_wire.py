@@ -1,4 +1,4 @@
-"""pharia-skill's types to and from the JSON shapes the pharia faces take and give (seed 001, in
+"""pharia-skill's types to and from the JSON shapes the pharia faces take and give (pharia:skill@0.3.0, in
 snake_case): what the engine-backed ``Csi`` sends and reads back."""
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ This package needs numpy and onnxruntime; the browser wheel leaves it out.
 
 from __future__ import annotations
 
+from .decoding import CPythonDecoding
 from .embeddings import CPythonEmbedder
-from .generation import CPythonGeneration
 from .insides import CPythonInsides
 from .loading import CPythonLoading
 from .tokenizers import CPythonTokenizers
@@ -17,5 +17,5 @@ from .tokenizers import CPythonTokenizers
 __all__ = ["CPythonBackend"]
 
 
-class CPythonBackend(CPythonLoading, CPythonTokenizers, CPythonGeneration, CPythonEmbedder, CPythonInsides):
+class CPythonBackend(CPythonLoading, CPythonTokenizers, CPythonDecoding, CPythonEmbedder, CPythonInsides):
     """``Backend`` over onnxruntime (CPU) and HF tokenizers, reading ``models_dir/<id>/``."""

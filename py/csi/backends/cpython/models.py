@@ -13,7 +13,7 @@ from tokenizers import Tokenizer
 from ...core.backend import SamplingParams
 from ...core.token_bytes import TokenBytes
 from .grammars import Grammars
-from .guts_session import GutsSession
+from .insides_session import InsidesSession
 from .mulberry32 import Mulberry32
 from .sampling import BREAKDOWN_KEYS
 
@@ -44,7 +44,7 @@ class ChatModel:
     """The matcher's token bitmask, filled anew each step (allocated once per request)."""
     folder: Path = Path()
     config: dict[str, Any] = field(default_factory=dict)
-    guts: GutsSession | None = None
+    insides: InsidesSession | None = None
     breakdown: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in BREAKDOWN_KEYS})
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pyodide.ffi import run_sync
 
+from .decoding import PyodideDecoding
 from .embeddings import PyodideEmbedder
-from .generation import PyodideGeneration
 from .host import PyodideHost
 from .index_store import PyodideIndexStore
 from .insides import PyodideInsides
@@ -22,5 +22,5 @@ from .tokenizers import PyodideTokenizers
 __all__ = ["PyodideBackend", "PyodideHost", "PyodideIndexStore", "PyodidePageTools", "run_sync"]
 
 
-class PyodideBackend(PyodideLoading, PyodideTokenizers, PyodideGeneration, PyodideEmbedder, PyodideInsides):
+class PyodideBackend(PyodideLoading, PyodideTokenizers, PyodideDecoding, PyodideEmbedder, PyodideInsides):
     """``Backend`` over the JS ``Bridge`` object (transformers.js + onnxruntime-web)."""

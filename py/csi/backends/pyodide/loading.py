@@ -41,7 +41,7 @@ class PyodideLoading(BridgeState):
         self._bridge.abortLoads()
 
     async def unload_model(self, model_id: str) -> None:
-        self._guts.pop(model_id, None)
+        self._insides.pop(model_id, None)
         await self._bridge.unloadModel(model_id)
 
     def builtin_models(self) -> tuple[str, ...]:

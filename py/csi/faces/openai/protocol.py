@@ -1,4 +1,4 @@
-"""Pydantic models of the OpenAI / WebLLM chat completion and embeddings shapes (seed 004)."""
+"""Pydantic models of the OpenAI / WebLLM chat completion and embeddings shapes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The CSI ``inference`` interface (pharia:skill@0.3.0, seed 001): completions of raw prompts and
+"""The CSI ``inference`` interface (pharia:skill@0.3.0): completions of raw prompts and
 chats through the model's chat template, batches in, results in request order."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The CSI ``chunking`` and ``language`` interfaces (seed 001, plus pharia 0.3.3's
+"""The CSI ``chunking`` and ``language`` interfaces (pharia:skill@0.3.0, plus pharia 0.3.3's
 ``chunk-with-offsets``): batches of requests in, answers in request order."""
 
 from __future__ import annotations

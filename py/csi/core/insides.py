@@ -51,7 +51,7 @@ class GraphSummary:
 
 
 @dataclass(frozen=True)
-class GutsTensors:
+class InsidesTensors:
     """Graph tensors to read: the final-norm hidden states, the token embeddings and, for learned
     positions, the position embeddings (each ``[1, tokens, hidden]``)."""
 
@@ -65,10 +65,10 @@ class GutsTensors:
 
 
 @dataclass(frozen=True)
-class GutsPlan:
-    """One guts request as a backend runs it."""
+class InsidesPlan:
+    """One insides request as a backend runs it."""
 
-    tensors: GutsTensors
+    tensors: InsidesTensors
     rotary_inv_freq: tuple[float, ...] | None
     """The RoPE frequencies when the positional embedding is the rotary table, else ``None``."""
     fft: bool
@@ -83,7 +83,7 @@ class GutsPlan:
 
 
 @dataclass
-class GutsArrays:
+class InsidesArrays:
     """What a backend returns: three ``tokens x width`` matrices (rows as lists) and the top-k
     next tokens as (id, logit, probability), most likely first."""
 
@@ -105,7 +105,7 @@ def position_kind(config: dict[str, Any]) -> PositionKind:
         return "rotary"
     raise ModelNotSupportedError(
         f"model type {model_type!r} has neither learned position embeddings ({', '.join(sorted(LEARNED_POSITIONS))})"
-        " nor rotary ones (rope_theta in its config): guts cannot show its positions", "model")
+        " nor rotary ones (rope_theta in its config): insides cannot show its positions", "model")
 
 
 def _rope_parameters(config: dict[str, Any]) -> dict[str, Any] | None:
@@ -136,7 +136,8 @@ def rotary_inv_freq(config: dict[str, Any]) -> tuple[float, ...]:
         return tuple(f / float(params["factor"]) for f in inv)
     if kind == "llama3":
         return tuple(_llama3(f, params) for f in inv)
-    raise ModelNotSupportedError(f"rope type {kind!r} is not supported by guts (default, linear, llama3 are)", "model")
+    raise ModelNotSupportedError(f"rope type {kind!r} is not supported by the insides view (default, linear,"
+                                 " llama3 are)", "model")
 
 
 def _llama3(freq: float, p: dict[str, Any]) -> float:
@@ -151,8 +152,8 @@ def _llama3(freq: float, p: dict[str, Any]) -> float:
     return (1 - smooth) * freq / factor + smooth * freq
 
 
-def find_tensors(graph: GraphSummary, config: dict[str, Any]) -> GutsTensors:
-    """Name the tensors guts reads in a decoder's graph, or say exactly what is missing."""
+def find_tensors(graph: GraphSummary, config: dict[str, Any]) -> InsidesTensors:
+    """Name the tensors insides reads in a decoder's graph, or say exactly what is missing."""
     producer = {out: (op, ins) for op, ins, outs in graph.nodes for out in outs}
     if "logits" not in graph.outputs:
         raise ModelNotSupportedError("the model's ONNX graph has no `logits` output", "model")
@@ -172,7 +173,7 @@ def find_tensors(graph: GraphSummary, config: dict[str, Any]) -> GutsTensors:
             raise ModelNotSupportedError(
                 "no position embedding lookup (a Gather of `position_ids`, or of a "
                 "[max positions x hidden] table) found in the ONNX graph", "model")
-    return GutsTensors(hidden=hidden, token_embedding=token, positional=positional)
+    return InsidesTensors(hidden=hidden, token_embedding=token, positional=positional)
 
 
 def _lm_head_input(producer: dict[str, tuple[str, tuple[str, ...]]]) -> str | None:

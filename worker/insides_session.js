@@ -1,5 +1,5 @@
 // A chat model's insides for RemoteLLM's GenerationalGuts: a second inference session of the
-// model whose graph also outputs the tensors Python names (csi.core.guts.find_tensors), made on
+// model whose graph also outputs the tensors Python names (csi.core.insides.find_tensors), made on
 // first use from the model file and freed with the model; ordinary decoding never touches it.
 // The numbers are shaped here, on typed arrays: the DFT's real part, truncation, the rotary table,
 // the top-k next tokens.
@@ -11,7 +11,7 @@ import { logprobs } from "./sampling/index.js";
 
 /**
  * @typedef {{hidden: string, token_embedding: string, positional: string|null, logits: string,
- *   rotary_inv_freq: number[]|null, fft: boolean, keep: number, top_k: number}} GutsPlan
+ *   rotary_inv_freq: number[]|null, fft: boolean, keep: number, top_k: number}} InsidesPlan
  */
 
 /**
@@ -96,7 +96,7 @@ function float32(t) {
   return t.type === "float32" ? t.data : new Tensor(t).to("float32").data;
 }
 
-export class Guts {
+export class PromptInsides {
   /**
    * @param {any} chat the ChatModel @param {string[]} files the ONNX files transformers.js loaded
    * @param {boolean} builtin
@@ -124,7 +124,7 @@ export class Guts {
     return graphSummary(this.bytes);
   }
 
-  /** @param {GutsPlan} plan */
+  /** @param {InsidesPlan} plan */
   async ensureSession(plan) {
     if (this.session) return;
     const file = this.mainFile();
@@ -152,7 +152,7 @@ export class Guts {
 
   /**
    * Run `ids` from an empty cache and shape what comes out.
-   * @param {Int32Array|number[]} ids @param {GutsPlan} plan
+   * @param {Int32Array|number[]} ids @param {InsidesPlan} plan
    * @returns {Promise<{rows: number, width: number, posWidth: number, data: Float64Array,
    *   top: Array<[number, number, number]>}>}
    */

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.support.browser import EnginePage, open_engine_page
-from tests.support.guts_reference import GUTS_PROMPTS, check_guts, reference_guts
+from tests.support.insides_reference import INSIDES_PROMPTS, check_insides, reference_insides
 
 GUTS = "return await engine.remote.generationalGuts(arg);"
 
@@ -21,25 +21,25 @@ def gpt2_page(browser: Any, site_url: str) -> Iterator[EnginePage]:
     ep.page.context.close()
 
 
-@pytest.mark.parametrize("prompt", GUTS_PROMPTS[:2])
+@pytest.mark.parametrize("prompt", INSIDES_PROMPTS[:2])
 def test_tiny_chat_guts_equal_torch(engine_page, prompt):
     reply = engine_page.ok(GUTS, {"prompt": prompt, "fft_embeddings": False, "embedding_trunkation": 0,
                                   "top_k_logits": 8})
-    check_guts(reply, reference_guts("tiny-chat", prompt), fft=False, keep=0, top_k=8)
+    check_insides(reply, reference_insides("tiny-chat", prompt), fft=False, keep=0, top_k=8)
 
 
 def test_tiny_chat_defaults_fft_and_truncation(engine_page):
-    prompt = GUTS_PROMPTS[2]
+    prompt = INSIDES_PROMPTS[2]
     reply = engine_page.ok(GUTS, {"prompt": prompt})
-    check_guts(reply, reference_guts("tiny-chat", prompt), fft=True, keep=25, top_k=5)
+    check_insides(reply, reference_insides("tiny-chat", prompt), fft=True, keep=25, top_k=5)
 
 
 @pytest.mark.parametrize(("fft", "keep"), [(False, 0), (True, 0), (True, 9)])
 def test_gpt2_guts_equal_torch(gpt2_page, fft, keep):
-    prompt = GUTS_PROMPTS[1]
+    prompt = INSIDES_PROMPTS[1]
     reply = gpt2_page.ok(GUTS, {"prompt": prompt, "fft_embeddings": fft, "embedding_trunkation": keep,
                                 "top_k_logits": 4})
-    check_guts(reply, reference_guts("tiny-gpt2", prompt), fft=fft, keep=keep, top_k=4)
+    check_insides(reply, reference_insides("tiny-gpt2", prompt), fft=fft, keep=keep, top_k=4)
 
 
 def test_bad_values_are_typed_errors_and_the_engine_goes_on(gpt2_page):
@@ -63,7 +63,7 @@ def test_bad_values_are_typed_errors_and_the_engine_goes_on(gpt2_page):
     assert out["generations"] == 3 and isinstance(out["text"], str)
 
 
-def test_decoding_is_unchanged_by_guts(engine_page):
+def test_decoding_is_unchanged_by_insides(engine_page):
     out = engine_page.ok(
         """const run = async () => (await engine.completions.create({prompt: 'The json module', max_tokens: 10,
                                                                         temperature: 0})).choices[0].text;

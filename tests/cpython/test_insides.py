@@ -9,18 +9,18 @@ from csi.core.engine import Engine
 from csi.errors import ContextWindowExceededError, CsiError, InvalidInputError
 from tests.support.aio import run_async
 from tests.support.faces import remote_llm
-from tests.support.guts_reference import GUTS_MODELS, GUTS_PROMPTS, check_guts, reference_guts
+from tests.support.insides_reference import INSIDES_MODELS, INSIDES_PROMPTS, check_insides, reference_insides
 from tests.support.paths import MODELS
 
 
-@pytest.fixture(scope="module", params=GUTS_MODELS)
+@pytest.fixture(scope="module", params=INSIDES_MODELS)
 def engine(request: pytest.FixtureRequest) -> Engine:
     eng = Engine(CPythonBackend(MODELS))
     run_async(eng.load([request.param]))
     return eng
 
 
-def _guts(engine: Engine, **request: object) -> dict:
+def _insides(engine: Engine, **request: object) -> dict:
     return run_async(remote_llm.generational_guts(engine, request))
 
 
@@ -29,28 +29,28 @@ def _model(engine: Engine) -> str:
     return model_id
 
 
-@pytest.mark.parametrize("prompt", GUTS_PROMPTS)
-def test_guts_equal_torch_full_width(engine, prompt):
-    reply = _guts(engine, prompt=prompt, fft_embeddings=False, embedding_trunkation=0, top_k_logits=10)
-    check_guts(reply, reference_guts(_model(engine), prompt), fft=False, keep=0, top_k=10)
+@pytest.mark.parametrize("prompt", INSIDES_PROMPTS)
+def test_insides_equal_torch_full_width(engine, prompt):
+    reply = _insides(engine, prompt=prompt, fft_embeddings=False, embedding_trunkation=0, top_k_logits=10)
+    check_insides(reply, reference_insides(_model(engine), prompt), fft=False, keep=0, top_k=10)
 
 
 @pytest.mark.parametrize(("fft", "keep"), [(True, 7), (True, 0), (False, 3)])
 def test_fft_and_truncation_equal_numpy(engine, fft, keep):
-    prompt = GUTS_PROMPTS[1]
-    reply = _guts(engine, prompt=prompt, fft_embeddings=fft, embedding_trunkation=keep, top_k_logits=2)
-    check_guts(reply, reference_guts(_model(engine), prompt), fft=fft, keep=keep, top_k=2)
+    prompt = INSIDES_PROMPTS[1]
+    reply = _insides(engine, prompt=prompt, fft_embeddings=fft, embedding_trunkation=keep, top_k_logits=2)
+    check_insides(reply, reference_insides(_model(engine), prompt), fft=fft, keep=keep, top_k=2)
 
 
 def test_fields_left_out_take_the_seed_defaults(engine):
-    reply = _guts(engine, prompt="Hello world")
-    check_guts(reply, reference_guts(_model(engine), "Hello world"), fft=True, keep=25, top_k=5)
+    reply = _insides(engine, prompt="Hello world")
+    check_insides(reply, reference_insides(_model(engine), "Hello world"), fft=True, keep=25, top_k=5)
     assert all(len(t[f]) == 25 for t in reply["tokens"]
                for f in ("token_embedding", "positional_embedding", "hidden_state"))
 
 
 def test_zero_top_k_asks_for_no_candidates(engine):
-    reply = _guts(engine, prompt="Hello", top_k_logits=0)
+    reply = _insides(engine, prompt="Hello", top_k_logits=0)
     assert reply["generations"] == [] and reply["tokens"]
 
 
@@ -73,12 +73,12 @@ BAD = [
 @pytest.mark.parametrize(("request_", "error", "param"), BAD)
 def test_bad_requests_are_typed_errors_and_the_engine_goes_on(engine, request_, error, param):
     with pytest.raises(error) as info:
-        _guts(engine, **request_)
+        _insides(engine, **request_)
     assert info.value.param == param
-    assert len(_guts(engine, prompt="ok", top_k_logits=1)["generations"]) == 1
+    assert len(_insides(engine, prompt="ok", top_k_logits=1)["generations"]) == 1
 
 
-def test_guts_leave_decoding_as_it_was(engine):
+def test_insides_leave_decoding_as_it_was(engine):
     from tests.support.faces import completion
 
     def greedy() -> list[int]:
@@ -87,7 +87,7 @@ def test_guts_leave_decoding_as_it_was(engine):
         return out.choices[0].token_ids
 
     before = greedy()
-    _guts(engine, prompt="something else entirely, to fill the guts session")
+    _insides(engine, prompt="something else entirely, to fill the insides session")
     assert greedy() == before
 
 
@@ -102,7 +102,7 @@ def test_rotary_frequencies_equal_transformers(rope):
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
-    from csi.core.guts import rotary_inv_freq
+    from csi.core.insides import rotary_inv_freq
 
     config = LlamaConfig(hidden_size=256, num_attention_heads=4, max_position_embeddings=4096, rope_parameters=rope)
     if rope["rope_type"] == "default":
@@ -161,9 +161,9 @@ def test_quantized_exports_show_their_insides(quantized_models, name, head_op):
     assert head_op in ops
     eng = Engine(CPythonBackend(quantized_models))
     run_async(eng.load([name]))
-    prompt = GUTS_PROMPTS[1]
-    reply = _guts(eng, prompt=prompt, fft_embeddings=False, embedding_trunkation=0, top_k_logits=1)
-    ref = reference_guts("tiny-chat", prompt)
+    prompt = INSIDES_PROMPTS[1]
+    reply = _insides(eng, prompt=prompt, fft_embeddings=False, embedding_trunkation=0, top_k_logits=1)
+    ref = reference_insides("tiny-chat", prompt)
     assert [t["token_id"] for t in reply["tokens"]] == ref["ids"]
     token = np.asarray([t["token_embedding"] for t in reply["tokens"]])
     hidden = np.asarray([t["hidden_state"] for t in reply["tokens"]])

@@ -11,8 +11,8 @@ import numpy as np
 from tests.support.paths import MODELS
 from tests.support.reference import hf_chat  # noqa: F401 - sets HF offline before transformers loads
 
-GUTS_MODELS = ("tiny-chat", "tiny-gpt2")
-GUTS_PROMPTS = (
+INSIDES_MODELS = ("tiny-chat", "tiny-gpt2")
+INSIDES_PROMPTS = (
     "Hello world",
     "The json module: dumps(obj, indent=2) -> str. Ünïcödé, 日本語 and 🙂 too.",
     "def add(a, b):\n    return a + b\n\n" * 6,
@@ -32,7 +32,7 @@ def hf_model(model_id: str) -> tuple[Any, Any]:
         folder, dtype=torch.float32, attn_implementation="eager").eval()
 
 
-def reference_guts(model_id: str, prompt: str) -> dict[str, Any]:
+def reference_insides(model_id: str, prompt: str) -> dict[str, Any]:
     """ids, token texts, token/positional embeddings, last hidden state (after the final norm) and
     last-position logits, full width, from torch."""
     import torch
@@ -62,7 +62,7 @@ def shaped(rows: np.ndarray, fft: bool, keep: int) -> np.ndarray:
     return out[:, :keep] if keep else out
 
 
-def check_guts(reply: dict[str, Any], ref: dict[str, Any], fft: bool, keep: int, top_k: int) -> None:
+def check_insides(reply: dict[str, Any], ref: dict[str, Any], fft: bool, keep: int, top_k: int) -> None:
     """Assert that a GenerationalGuts reply equals the torch reference within tolerance."""
     tokens = reply["tokens"]
     assert [t["token_id"] for t in tokens] == ref["ids"]

@@ -1,4 +1,4 @@
-"""The generation role of the Pyodide backend: the bridge runs forward passes and samples
+"""The decoding role of the Pyodide backend: the bridge runs forward passes and samples
 (worker/sampling/); each step's token comes back through a callback that resumes the waiter."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .eager_future import EagerFuture
 GRAMMAR_ERROR = "[grammar] "
 
 
-class PyodideGeneration(BridgeState):
+class PyodideDecoding(BridgeState):
     """``Generation`` over the bridge; one waiter per step in flight, found by its ticket."""
 
     def __init__(self, bridge: Any) -> None:

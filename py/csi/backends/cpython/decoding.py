@@ -1,4 +1,4 @@
-"""The generation role of the CPython backend: forward passes over the KV cache it keeps, and the
+"""The decoding role of the CPython backend: forward passes over the KV cache it keeps, and the
 choice of each next token (the steps of ``csi.backends.cpython.sampling``)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .mulberry32 import Mulberry32
 from .sampling import BREAKDOWN_KEYS, StepState, run_steps
 
 
-class CPythonGeneration(ModelTable):
+class CPythonDecoding(ModelTable):
     """``Generation`` over onnxruntime (CPU), sampling as worker/sampling/ does."""
 
     async def compile_grammar(self, model_id: str, grammar: Grammar) -> None:

@@ -1,10 +1,10 @@
-"""Finding the guts tensors in decoder graphs of the shapes exports take (pure logic)."""
+"""Finding the insides tensors in decoder graphs of the shapes exports take (pure logic)."""
 
 from __future__ import annotations
 
 import pytest
 
-from csi.core.guts import GraphSummary, find_tensors, position_kind
+from csi.core.insides import GraphSummary, find_tensors, position_kind
 from csi.errors import ModelNotSupportedError
 
 LLAMA = {"model_type": "llama", "rope_theta": 10000.0, "hidden_size": 64, "num_attention_heads": 4}

@@ -1,5 +1,5 @@
 """A second onnxruntime session of a chat model whose graph also outputs the tensors the insides
-view reads (``csi.core.guts.find_tensors``)."""
+view reads (``csi.core.insides.find_tensors``)."""
 
 from __future__ import annotations
 
@@ -11,23 +11,23 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from ...core.guts import GraphSummary, GutsArrays, GutsTensors, find_tensors, rotary_inv_freq
+from ...core.insides import GraphSummary, InsidesArrays, InsidesTensors, find_tensors, rotary_inv_freq
 from .logits import token_logprobs
 
 
 @dataclass
-class GutsSession:
+class InsidesSession:
     """The session with the extra outputs, and how to read positions from it."""
 
     session: ort.InferenceSession
-    tensors: GutsTensors
+    tensors: InsidesTensors
     inv_freq: np.ndarray | None
     """float32 RoPE frequencies when the positional embedding is the rotary table."""
 
     @classmethod
-    def create(cls, folder: Path, config: dict[str, Any]) -> GutsSession:
+    def create(cls, folder: Path, config: dict[str, Any]) -> InsidesSession:
         """The model in ``folder`` with the extra outputs added to its graph."""
-        import onnx  # only when guts are asked for
+        import onnx  # only when insides are asked for
 
         model = onnx.load(str(folder / "onnx" / "model.onnx"))
         g = model.graph
@@ -42,7 +42,7 @@ class GutsSession:
         inv = None if tensors.positional else np.asarray(rotary_inv_freq(config), dtype=np.float32)
         return cls(session, tensors, inv)
 
-    def run(self, feeds: dict[str, np.ndarray], fft: bool, keep: int, top_k: int) -> GutsArrays:
+    def run(self, feeds: dict[str, np.ndarray], fft: bool, keep: int, top_k: int) -> InsidesArrays:
         """The token, position and hidden vectors of every input token and the top-k next tokens."""
         t = self.tensors
         names = [t.logits, t.hidden, t.token_embedding] + ([t.positional] if t.positional else [])
@@ -60,5 +60,5 @@ class GutsSession:
 
         last = logits[-1]
         _, top = token_logprobs(last, 0, top_k)
-        return GutsArrays(shown(token), shown(positions), shown(hidden),
+        return InsidesArrays(shown(token), shown(positions), shown(hidden),
                           [(i, float(last[i]), math.exp(lp)) for i, lp in top])
