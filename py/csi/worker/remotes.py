@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..core.aliases import MODEL_ID
 from ..core.engine import Engine
 from ..core.remote import Endpoint, RemoteModel, check_remote_url
 from ..errors import InvalidInputError
+from .replies import ConfiguredRemoteModel, ConfiguredRemoteModels
 from .requests import RemoteModelSpec, RemotesRequest
 
 
-async def set_remotes(engine: Engine, r: RemotesRequest) -> list[dict[str, Any]]:
+async def set_remotes(engine: Engine, r: RemotesRequest) -> ConfiguredRemoteModels:
     """Replace the remote configuration; the models configured, with where each is served."""
     models: dict[str, RemoteModel] = {}
     for i, server in enumerate(r.remotes):
@@ -30,5 +29,6 @@ async def set_remotes(engine: Engine, r: RemotesRequest) -> list[dict[str, Any]]
                 raise InvalidInputError("`server_model` must be 1 to 500 characters", f"{param}.server_model")
             models[spec.id] = RemoteModel(spec.id, endpoint, name, spec.policy)
     engine.remotes.set(list(models.values()))
-    return [{"id": m.model_id, "base_url": m.endpoint.base_url, "server_model": m.server_model, "policy": m.policy}
-            for m in models.values()]
+    return ConfiguredRemoteModels([ConfiguredRemoteModel(id=m.model_id, base_url=m.endpoint.base_url,
+                                                         server_model=m.server_model, policy=m.policy)
+                                   for m in models.values()])
