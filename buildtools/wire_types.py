@@ -216,14 +216,14 @@ def render_protocol(current: str) -> str:
     ROUTES = _routes()  # noqa: N806 - the table's name
     kinds = list(ROUTES)
     lines = [BEGIN, "", "/**"]
-    line = " * @typedef {"
-    for i, kind in enumerate(kinds):  # every route, in the table's order, wrapped at 120 columns
-        piece = _literal(kind) + (" | " if i < len(kinds) - 1 else "} MessageType")
-        if len(line) + len(piece.rstrip()) > 120:
-            lines.append(line.rstrip())
-            line = " *   "
+    line = " * @typedef {" + _literal(kinds[0])
+    for kind in kinds[1:]:  # every route, in the table's order, wrapped at 120 columns (each new line
+        piece = " | " + _literal(kind)  # begins with `|`: tsc's declarations keep such a union whole)
+        if len(line) + len(piece) > 120:
+            lines.append(line)
+            line = " *  "
         line += piece
-    lines.append(line)
+    lines.append(line + "} MessageType")
     lines += [" *   Every message type: its body is {@link Requests}, its result {@link ResultOf}, its chunks",
               " *   {@link ChunkOf} (py/csi/worker/routes.py).", " */", "",
               "/**", " * Message type -> mode: every type of {@link PageMessage}, and no other (tsc checks both ways).",
