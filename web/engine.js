@@ -128,7 +128,7 @@ export class WebWorkerEngine {
     // WebLLM's MLCEngineInterface, on top of the same calls
     /** @param {ChatCompletionRequest} request */
     this.chatCompletion = (request) => this.chat.completions.create(request);
-    /** @param {any} request */
+    /** @param {import("./client/openai_types.js").CompletionCreateParams} request */
     this.completion = (request) => this.completions.create(request);
     /** @param {EmbeddingCreateParams} request */
     this.embedding = (request) => this.embeddings.create(request);
@@ -139,7 +139,7 @@ export class WebWorkerEngine {
    * @template {MessageType} K
    * @param {K} type @param {import("../worker/protocol.js").MessageBody<K>} [body]
    * @param {import("./client/worker_client.js").Handlers} [handlers]
-   * @returns {Promise<any>}
+   * @returns {Promise<import("../worker/protocol.js").ResultOf<K>>}
    */
   send(type, body, handlers) {
     return this.client.send(type, body, handlers);
@@ -252,12 +252,12 @@ export class WebWorkerEngine {
     return options?.jsHeap ? { ...stats, js_heap: await measureJsHeap() } : stats;
   }
 
-  /** WebLLM's: the WebGPU adapter's vendor; rejects when the browser has no WebGPU. */
+  /** WebLLM's: the WebGPU adapter's vendor; rejects when the browser has no WebGPU. @returns {Promise<string>} */
   async getGPUVendor() {
     return (await gpuAdapter()).info?.vendor ?? "";
   }
 
-  /** WebLLM's: the WebGPU adapter's largest storage buffer binding, in bytes. */
+  /** WebLLM's: the WebGPU adapter's largest storage buffer binding, in bytes. @returns {Promise<number>} */
   async getMaxStorageBufferBindingSize() {
     return (await gpuAdapter()).limits.maxStorageBufferBindingSize;
   }

@@ -11,7 +11,7 @@
  * @typedef {{type: string, languages?: string[]}} Expected
  * @typedef {"most-predictable"|"predictable"|"balanced"|"creative"|"most-creative"} SamplingMode
  * @typedef {{temperature: number, topK: number}} Sampling
- * @typedef {{type: "json_schema", json_schema: {name: string, schema: object}}
+ * @typedef {{type: "json_schema", json_schema: {name: string, schema: Record<string, unknown>}}
  *          | {type: "regex", pattern: string}} ResponseFormat
  * @typedef {{format: ResponseFormat, guidance: string}} Constraint
  */

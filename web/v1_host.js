@@ -155,6 +155,7 @@ export async function serveV1(engine, options = {}) {
           code: "invalid_json" } });
         return;
       }
+      /** @type {any} what the route answers: a whole reply, or (streamed) its chunks */
       const result = await call(body);
       if (body?.stream && result && typeof result[Symbol.asyncIterator] === "function") {
         streaming = true;

@@ -1,7 +1,9 @@
 // @ts-check
 // The worker's message protocol, declared once: what the page sends (web/engine.js), what the
 // worker answers (csi.worker, through worker/worker.js), and how each message type is served.
-// Python's routes table (csi/worker/routes.py) names the same message types as ROUTES below.
+// Python's routes table (csi/worker/routes.py) is its source: the message types, their modes
+// (ROUTES) and the load request's defaults (DEFAULTS) below are generated from it, with the
+// bodies and replies in worker/wire_types.d.ts (`python3 -m buildtools.codegen.wire_types`).
 //
 // No imports and no browser-only globals: node can import this module (the tests do), and the
 // page imports only its types (engine.js must load on its own, without this file).
@@ -10,50 +12,43 @@
 // back on every reply to it, `request` is the body, typed by worker/wire_types.d.ts (generated from
 // the Python models). Every request ends with exactly one `result` or `error` reply, after
 // any number of `progress` or `chunk` replies (by its mode).
+//
+// What some message types mean:
+// - `load`: load these models, unloading the others; those not built in come from the Hugging Face
+//   Hub, or from the mirror whose base URL is `hub`. Progress: one report per file event, then
+//   `ready` per model. Result: {@link LoadResult}.
+// - `chat`, `completion`: OpenAI-style requests; with `stream: true` the worker pushes one `chunk`
+//   reply per chunk, then a `result` with null; otherwise one `result` with the whole response.
+// - `chat_tokens`: a conversation's token ids as the chat template renders them (generation
+//   prompt added, then `prefix`'s tokens), and their count; nothing is generated.
+// - `index_create`: progress while existing documents are indexed ({@link IndexProgress});
+//   `index_put`: progress after each committed batch ({@link IndexPutProgress}).
+// - `skills_register`: `time_limit_ms` is how long the skill's module may take to load;
+//   `skills_run`: how long the skill may run, from its start (null: no limit); past it the skill
+//   is interrupted where it runs or waits, and the call ends with a `SkillError`;
+//   `skills_stream`: runs a `@message_stream` skill, one `chunk` per item it writes
+//   (`message_begin` / `message_append` / `message_end`), then a `result` with null.
+// - `set_model_aliases`: model names requests and skills may use -> the loaded model serving them.
+// - `set_remotes`: the OpenAI-compatible servers of remote models (replacing those set before);
+//   `load` then loads a `remote` model without downloading it, and falls back to the server for
+//   a `prefer-local` one whose local load fails. Result: the models configured.
+// - `tools_register`: a tool the page runs (its function stays on the page; the worker asks for
+//   each call with a {@link ToolCallMessage}), replacing one of the same name. Result: its
+//   {@link ToolSpec}. `tools_list`: result `ToolSpec[]`, by name. `tools_remove`: result null.
+// - `cancel`: end the request whose id is `target` (running or queued) with finish_reason
+//   "abort"; a skill call is interrupted (`SkillError`).
+// - `interrupt`: end the running generations at their next token (finish_reason "abort"), and the
+//   skill calls under way.
+// - `boot_timings`: result {@link BootTimings} (null in CPython).
+// - `memory_stats`: result {@link MemoryStats}.
 
 // ---- page -> worker ------------------------------------------------------------------------------
 
 /**
- * @typedef {"wasm"|"webgpu"|"auto"} Device
  * @typedef {import("./wire_types.js").Requests} Requests
  *   Message type -> its `request`, generated from the Python routes' pydantic models
  *   (worker/wire_types.d.ts): the one definition of every message body.
- *
- * @typedef {"load" | "chat" | "completion" | "embeddings" | "chat_tokens" | "csi_complete" | "csi_chat" | "llm_infer"
- *   | "llm_embeddings" | "remote_generate" | "remote_llm_type" | "remote_guts" | "csi_chunk"
- *   | "csi_chunk_with_offsets" | "csi_select_language" | "csi_search" | "csi_documents"
- *   | "csi_document_metadata" | "index_delete" | "index_list" | "index_drop" | "index_create" | "index_put"
- *   | "skills_register" | "skills_list" | "skills_metadata" | "skills_run" | "skills_stream" | "skills_remove"
- *   | "set_model_aliases" | "set_remotes" | "tools_register" | "tools_list" | "tools_remove" | "reset_chat" | "unload" | "cancel"
- *   | "interrupt" | "boot_timings" | "memory_stats"} MessageType
- *   Every message type. What some of them mean:
- *   - `load`: load these models, unloading the others; those not built in come from the Hugging Face
- *     Hub, or from the mirror whose base URL is `hub`. Progress: one report per file event, then
- *     `ready` per model. Result: {@link LoadResult}.
- *   - `chat`, `completion`: OpenAI-style requests; with `stream: true` the worker pushes one `chunk`
- *     reply per chunk, then a `result` with null; otherwise one `result` with the whole response.
- *   - `chat_tokens`: a conversation's token ids as the chat template renders them (generation
- *     prompt added, then `prefix`'s tokens), and their count; nothing is generated.
- *   - `index_create`: progress while existing documents are indexed ({@link IndexProgress});
- *     `index_put`: progress after each committed batch ({@link IndexPutProgress}).
- *   - `skills_register`: `time_limit_ms` is how long the skill's module may take to load;
- *     `skills_run`: how long the skill may run, from its start (null: no limit); past it the skill
- *     is interrupted where it runs or waits, and the call ends with a `SkillError`;
- *     `skills_stream`: runs a `@message_stream` skill, one `chunk` per item it writes
- *     (`message_begin` / `message_append` / `message_end`), then a `result` with null.
- *   - `set_model_aliases`: model names requests and skills may use -> the loaded model serving them.
- *   - `set_remotes`: the OpenAI-compatible servers of remote models (replacing those set before);
- *     `load` then loads a `remote` model without downloading it, and falls back to the server for
- *     a `prefer-local` one whose local load fails. Result: the models configured.
- *   - `tools_register`: a tool the page runs (its function stays on the page; the worker asks for
- *     each call with a {@link ToolCallMessage}), replacing one of the same name. Result: its
- *     {@link ToolSpec}. `tools_list`: result `ToolSpec[]`, by name. `tools_remove`: result null.
- *   - `cancel`: end the request whose id is `target` (running or queued) with finish_reason
- *     "abort"; a skill call is interrupted (`SkillError`).
- *   - `interrupt`: end the running generations at their next token (finish_reason "abort"), and the
- *     skill calls under way.
- *   - `boot_timings`: result {@link BootTimings}.
- *   - `memory_stats`: result {@link MemoryStats}.
+ * @typedef {NonNullable<Requests["load"]["device"]>} Device
  */
 
 /**
@@ -122,34 +117,26 @@
  *   The skill that made `call` was cancelled: the tool's AbortSignal aborts, and its answer is not needed.
  * @typedef {ToolCallMessage | ToolCancelMessage} WorkerRequest
  *   What the worker asks of the page (not a reply to a page message).
- * @typedef {{name: string, description: string, input_schema: Record<string, unknown>}} ToolSpec
+ * @typedef {import("./wire_types.js").ToolDescription} ToolSpec
  *   A tool as skills see it (pharia-skill's `Tool`).
  *
- * @typedef {{model_id: string, kind: "chat"|"embedding", context_length: number,
- *            eos_token_ids: number[], vocab_size: number, remote: string|null, fallback: string|null,
- *            [field: string]: unknown}} ModelInfo
+ * @typedef {import("./wire_types.js").LoadedModel} ModelInfo
  *   `remote`: the base URL of the server serving the model (null: it runs here); `fallback`: why a
  *   `prefer-local` model is on its server (the local load's error; null otherwise).
- * @typedef {{models: ModelInfo[], load_s: number}} LoadResult
- * @typedef {{pyodide_s: number, wheels_s: number, imports_s: number}} BootTimings
- * @typedef {{pyodide_wasm_bytes: number|null, ort_wasm_bytes: number|null, other_wasm_bytes: number,
- *            gpu_buffer_bytes: number|null, gpu_buffers: number|null}} WorkerMemory
- *   The worker's WebAssembly memories and GPU buffers (worker/memory_stats.js). `*_wasm_bytes`: the
- *   size of Pyodide's, onnxruntime-web's and any other module's memory (null before that module is
- *   instantiated); wasm memories grow and never shrink, so each is the high-water mark of what its
- *   heap needed. `gpu_buffer_bytes`: the sizes of the GPU buffers the worker created and has neither
- *   destroyed nor let the garbage collector take (null where the worker has no WebGPU).
- * @typedef {WorkerMemory & {models: number, preloads: number, python_objects: number}} MemoryStats
- *   What the worker holds: {@link WorkerMemory}, the models loaded, the loads it began before Python
- *   asked for them (while Python boots: 0 once the first load has its answer), and how many objects Python's
- *   garbage collector tracks (`len(gc.get_objects())`: unlike the wasm memory, it falls when they are freed).
+ * @typedef {import("./wire_types.js").LoadResult} LoadResult
+ * @typedef {import("./wire_types.js").BootTimings} BootTimings
+ * @typedef {import("./wire_types.js").MemoryStats} MemoryStats
+ *   What the worker holds (the worker's figures are absent where there is no worker's JS, as in CPython).
+ * @typedef {{[F in "pyodide_wasm_bytes" | "ort_wasm_bytes" | "other_wasm_bytes" | "gpu_buffer_bytes"
+ *   | "gpu_buffers"]-?: MemoryStats[F]}} WorkerMemory
+ *   The worker's WebAssembly memories and GPU buffers (worker/memory_stats.js), as {@link MemoryStats} has them.
  */
 
 /**
- * The `result` of a message of type `K`, where the Python route declares its model
- * (worker/wire_types.d.ts `Results`; the others answer with plain JSON).
+ * The `result` of a message of type `K`, as the Python route's reply model declares it
+ * (worker/wire_types.d.ts `Results`).
  * @template {MessageType} K
- * @typedef {K extends keyof import("./wire_types.js").Results ? import("./wire_types.js").Results[K] : unknown} ResultOf
+ * @typedef {import("./wire_types.js").Results[K]} ResultOf
  */
 
 /**
@@ -170,6 +157,20 @@
  * @typedef {"whole" | "stream" | "progress" | "control"} Mode
  */
 
+// ---- generated by `python3 -m buildtools.codegen.wire_types` from py/csi/worker/routes.py: do not edit ----
+
+/**
+ * @typedef {"load" | "chat" | "completion" | "embeddings" | "chat_tokens" | "csi_complete" | "csi_chat" | "csi_chunk"
+ *   | "csi_chunk_with_offsets" | "csi_select_language" | "csi_search" | "csi_documents" | "csi_document_metadata"
+ *   | "index_create" | "index_put" | "index_delete" | "index_list" | "index_drop" | "llm_infer" | "llm_embeddings"
+ *   | "remote_generate" | "remote_llm_type" | "remote_guts" | "skills_register" | "skills_list" | "skills_metadata"
+ *   | "skills_run" | "skills_stream" | "skills_remove" | "set_model_aliases" | "set_remotes" | "tools_register"
+ *   | "tools_list" | "tools_remove" | "reset_chat" | "unload" | "cancel" | "interrupt" | "boot_timings"
+ *   | "memory_stats"} MessageType
+ *   Every message type: its body is {@link Requests}, its result {@link ResultOf}, its chunks
+ *   {@link ChunkOf} (py/csi/worker/routes.py).
+ */
+
 /**
  * Message type -> mode: every type of {@link PageMessage}, and no other (tsc checks both ways).
  * @type {Readonly<Record<MessageType, Mode>>}
@@ -182,22 +183,22 @@ export const ROUTES = Object.freeze(/** @satisfies {Record<MessageType, Mode>} *
   chat_tokens: "whole",
   csi_complete: "whole",
   csi_chat: "whole",
-  llm_infer: "whole",
-  llm_embeddings: "whole",
-  remote_generate: "whole",
-  remote_llm_type: "whole",
-  remote_guts: "whole",
   csi_chunk: "whole",
   csi_chunk_with_offsets: "whole",
   csi_select_language: "whole",
   csi_search: "whole",
   csi_documents: "whole",
   csi_document_metadata: "whole",
+  index_create: "progress",
+  index_put: "progress",
   index_delete: "whole",
   index_list: "whole",
   index_drop: "whole",
-  index_create: "progress",
-  index_put: "progress",
+  llm_infer: "whole",
+  llm_embeddings: "whole",
+  remote_generate: "whole",
+  remote_llm_type: "whole",
+  remote_guts: "whole",
   skills_register: "whole",
   skills_list: "whole",
   skills_metadata: "whole",
@@ -216,3 +217,15 @@ export const ROUTES = Object.freeze(/** @satisfies {Record<MessageType, Mode>} *
   boot_timings: "control",
   memory_stats: "control",
 }));
+
+/**
+ * The defaults of the `load` request's fields, per model, as Python's models declare them: the
+ * worker's JS reads a load message before Python does (to begin loading while Python boots).
+ */
+export const DEFAULTS = Object.freeze({
+  LoadRequest: Object.freeze({ device: "wasm", hub: null, remotes: null }),
+  RemoteServer: Object.freeze({ api_key: null, timeout_s: 120.0 }),
+  RemoteModelSpec: Object.freeze({ policy: "remote", server_model: null }),
+});
+
+// ---- end of the generated part -------------------------------------------------------------------

@@ -636,6 +636,20 @@ export type OptionalRequest = "index_list";
 
 // ---- replies -------------------------------------------------------------------------------------
 
+/**
+ * How long the worker's boot took, in seconds: Pyodide, the wheels, Python's imports.
+ */
+export type BootTimings = {
+  pyodide_s: number;
+  wheels_s: number;
+  imports_s: number;
+};
+
+/**
+ * The boot's timings (`None` where there was no boot to time, as in CPython).
+ */
+export type BootTimingsReply = BootTimings | null;
+
 export type ChatCompletion = {
   id: string;
   object: "chat.completion";
@@ -693,6 +707,33 @@ export type ChunkChoice = {
 };
 
 /**
+ * Each text's chunks, in request order.
+ */
+export type ChunkResults = Array<Array<string>>;
+
+export type ChunkWithOffset = {
+  text: string;
+  byte_offset: number;
+  character_offset: number | null;
+};
+
+/**
+ * Each text's chunks with their offsets, in request order.
+ */
+export type ChunkWithOffsetResults = Array<Array<ChunkWithOffset>>;
+
+export type CollectionInfo = {
+  namespace: string;
+  collection: string;
+  indexes: Array<IndexInfo>;
+};
+
+export type Collections = {
+  collections: Array<CollectionInfo>;
+  documents?: Array<DocumentChunks> | null;
+};
+
+/**
  * A text completion, or (streaming) one chunk of it: the same shape, as OpenAI's.
  */
 export type Completion = {
@@ -729,6 +770,21 @@ export type CompletionUsage = {
   extra?: UsageExtra | null;
 };
 
+/**
+ * A model `set_remotes` configured: its id, its server and its name there, how it is served.
+ */
+export type ConfiguredRemoteModel = {
+  id: string;
+  base_url: string;
+  server_model: string;
+  policy: "remote" | "prefer-local";
+};
+
+/**
+ * The models configured, in the order the servers named them.
+ */
+export type ConfiguredRemoteModels = Array<ConfiguredRemoteModel>;
+
 export type CreateEmbeddingResponse = {
   object: "list";
   data: Array<EmbeddingData>;
@@ -736,11 +792,88 @@ export type CreateEmbeddingResponse = {
   usage: EmbeddingUsage;
 };
 
+/**
+ * `inference.chat`'s result of one request.
+ */
+export type CsiChatResponse = {
+  message: CsiMessage;
+  finish_reason: string;
+  logprobs: Array<Distribution>;
+  usage: TokenUsage;
+};
+
+/**
+ * A chat response per request, in request order.
+ */
+export type CsiChatResponses = Array<CsiChatResponse>;
+
+/**
+ * `inference.complete`'s result of one request.
+ */
+export type CsiCompletion = {
+  text: string;
+  finish_reason: string;
+  logprobs: Array<Distribution>;
+  usage: TokenUsage;
+};
+
+/**
+ * A completion per request, in request order.
+ */
+export type CsiCompletions = Array<CsiCompletion>;
+
+/**
+ * The assistant's message; `tool_calls` only when it called tools (pharia:skill@0.4).
+ */
+export type CsiMessage = {
+  role: "assistant";
+  content: string | null;
+  tool_calls?: Array<MessageToolCall> | null;
+};
+
+/**
+ * Per path whether its document existed.
+ */
+export type Deleted = Array<boolean>;
+
 export type Delta = {
   role?: "assistant" | null;
   content?: string | null;
   tool_calls?: Array<ToolCallDelta> | null;
   function_call?: FunctionCallDelta | null;
+};
+
+/**
+ * The sampled token and, when asked for (`top`), the likeliest ones.
+ */
+export type Distribution = {
+  sampled: Logprob;
+  top: Array<Logprob>;
+};
+
+export type Document = {
+  path: DocumentPath;
+  contents: Array<TextItem | "image">;
+  metadata: JsonValue;
+};
+
+export type DocumentChunks = {
+  name: string;
+  chunks: {[key: string]: number};
+};
+
+/**
+ * Per path its document's metadata, `None` for a missing document.
+ */
+export type DocumentMetadata = Array<JsonValue>;
+
+/**
+ * The documents, in request order.
+ */
+export type Documents = Array<Document>;
+
+export type Dropped = {
+  dropped: "collection" | "index";
 };
 
 export type EmbeddingData = {
@@ -754,6 +887,15 @@ export type EmbeddingUsage = {
   total_tokens: number;
 };
 
+export type EmbeddingsResult = {
+  embeddings: Array<Array<number>>;
+  usage: EmbeddingsUsage;
+};
+
+export type EmbeddingsUsage = {
+  prompt_token_count: number;
+};
+
 export type FunctionCall = {
   name: string;
   arguments: string;
@@ -764,21 +906,247 @@ export type FunctionCallDelta = {
   arguments?: string | null;
 };
 
-export type JsonValue = unknown;
+export type GenerateResponse = {
+  generations: Array<PromptGenerations>;
+};
+
+export type GenerationalGutsResponse = {
+  tokens: Array<TokenGuts>;
+  generations: Array<NextToken>;
+};
+
+export type IndexCreated = {
+  namespace: string;
+  collection: string;
+  index: string;
+  model: string;
+  max_tokens: number;
+  overlap: number;
+  hybrid: boolean;
+  dims: number;
+  created: boolean;
+};
+
+/**
+ * An index's configuration (`dims`: its model's embedding size).
+ */
+export type IndexInfo = {
+  namespace: string;
+  collection: string;
+  index: string;
+  model: string;
+  max_tokens: number;
+  overlap: number;
+  hybrid: boolean;
+  dims: number;
+};
+
+export type InferencingResult = {
+  text: string;
+  finish_reason: "stop" | "length" | "abort";
+  usage: InferencingUsage;
+};
+
+export type InferencingUsage = {
+  prompt_token_count: number;
+  generated_token_count: number;
+};
+
+/**
+ * An ISO 639-3 code per request, or `None` when unclear.
+ */
+export type LanguageResults = Array<string | null>;
+
+export type LlmTypeResponse = {
+  llm_type: string;
+};
+
+export type LoadResult = {
+  models: Array<LoadedModel>;
+  load_s: number;
+};
+
+/**
+ * A model `load` loaded. `remote`: the base URL of the server serving it (`None`: it
+ * runs here); `fallback`: why a `prefer-local` model is on its server (the local load's error).
+ */
+export type LoadedModel = {
+  model_id: string;
+  kind: "chat" | "embedding";
+  context_length: number;
+  eos_token_ids: Array<number>;
+  vocab_size: number;
+  remote: string | null;
+  fallback: string | null;
+};
+
+/**
+ * A token (its bytes: `list<u8>`) and its log-probability.
+ */
+export type Logprob = {
+  token: Array<number>;
+  logprob: number;
+};
+
+/**
+ * What the worker holds: its WebAssembly memories and GPU buffers (worker/memory_stats.js; only
+ * in the worker), the models loaded and the loads it began before Python asked for them (while
+ * Python boots: 0 once the first load has its answer), and how many objects Python's garbage
+ * collector tracks (`len(gc.get_objects())`: unlike the wasm memory, it falls when they are
+ * freed). `*_wasm_bytes`: the size of Pyodide's, onnxruntime-web's and any other module's
+ * memory (`None` before that module is instantiated); wasm memories grow and never shrink, so
+ * each is the high-water mark of what its heap needed. `gpu_buffer_bytes`: the sizes of the GPU
+ * buffers the worker created and has neither destroyed nor let the garbage collector take
+ * (`None` where the worker has no WebGPU).
+ */
+export type MemoryStats = {
+  pyodide_wasm_bytes?: number | null;
+  ort_wasm_bytes?: number | null;
+  other_wasm_bytes?: number | null;
+  gpu_buffer_bytes?: number | null;
+  gpu_buffers?: number | null;
+  models?: number | null;
+  preloads?: number | null;
+  python_objects: number;
+};
+
+export type MessageAppendEvent = {
+  type: "message_append";
+  text: string;
+};
+
+export type MessageBeginEvent = {
+  type: "message_begin";
+  role: string | null;
+};
+
+export type MessageEndEvent = {
+  type: "message_end";
+  payload: JsonValue;
+};
+
+export type MessageToolCall = {
+  id: string;
+  name: string;
+  arguments: string;
+};
+
+/**
+ * The aliases set: model name -> the loaded model serving it.
+ */
+export type ModelAliases = {[key: string]: string};
+
+/**
+ * One of the likeliest next tokens: raw `logit`, and `probability` (an extension).
+ */
+export type NextToken = {
+  token: string;
+  id: number;
+  logit: number;
+  probability: number;
+};
+
+/**
+ * The reply of a message that has nothing to say: `null`.
+ */
+export type Null = null;
+
+export type PromptGenerations = {
+  generations: Array<TextGeneration>;
+};
 
 export type PromptTokensDetails = {
   cached_tokens: number;
 };
 
+export type PutResult = {
+  documents: number;
+  chunks: number;
+};
+
+export type SearchResult = {
+  document_path: DocumentPath;
+  content: string;
+  score: number;
+  start: SectionBound;
+  end: SectionBound;
+};
+
 /**
- * One item a streaming skill wrote: `message_begin` (with `role`), `message_append`
- * (with `text`) or `message_end` (with `payload`, the skill's end payload as JSON).
+ * Per request the best sections first, in request order.
  */
-export type SkillEvent = {
-  type: "message_begin" | "message_append" | "message_end";
-  role?: string | null;
-  text?: string | null;
-  payload?: JsonValue;
+export type SearchResults = Array<Array<SearchResult>>;
+
+/**
+ * Where a found section starts or ends: the document's item, and the character in it.
+ */
+export type SectionBound = {
+  item: number;
+  position: number;
+};
+
+/**
+ * One item a `@message_stream` skill wrote, as it wrote it.
+ */
+export type SkillEvent = MessageBeginEvent | MessageAppendEvent | MessageEndEvent;
+
+/**
+ * `skills_register`: the skill registered, described.
+ */
+export type SkillInfo = {
+  name: string;
+  description: string | null;
+  input_schema: {[key: string]: JsonValue};
+  output_schema: {[key: string]: JsonValue} | null;
+  kind: "skill" | "message_stream";
+};
+
+/**
+ * Every skill, by name.
+ */
+export type SkillList = Array<SkillListing>;
+
+/**
+ * One skill of `skills_list`: `description` and `kind` are null, `error` says why, when
+ * a stored skill no longer loads.
+ */
+export type SkillListing = {
+  name: string;
+  description: string | null;
+  kind: ("skill" | "message_stream") | null;
+  builtin: boolean;
+  error: string | null;
+};
+
+/**
+ * The seed's `skill-metadata` (schemas as JSON values), plus which kind of skill it is.
+ */
+export type SkillMetadata = {
+  description: string | null;
+  input_schema: {[key: string]: JsonValue};
+  output_schema: {[key: string]: JsonValue} | null;
+  kind: "skill" | "message_stream";
+};
+
+/**
+ * What a `@skill` returned, as JSON.
+ */
+export type SkillOutput = JsonValue;
+
+export type TextGeneration = {
+  text: string;
+  generation_info: string;
+};
+
+/**
+ * One prompt token: its text and id, its embeddings and the model's last hidden state there.
+ */
+export type TokenGuts = {
+  token: string;
+  token_id: number;
+  positional_embedding: Array<number>;
+  token_embedding: Array<number>;
+  hidden_state: Array<number>;
 };
 
 export type TokenLogprob = {
@@ -786,6 +1154,11 @@ export type TokenLogprob = {
   logprob: number;
   bytes: Array<number>;
   top_logprobs: Array<TopLogprob>;
+};
+
+export type TokenUsage = {
+  prompt: number;
+  completion: number;
 };
 
 /**
@@ -803,6 +1176,20 @@ export type ToolCallOut = {
   type: "function";
   function: FunctionCall;
 };
+
+/**
+ * A tool as skills see it (pharia-skill's `Tool`).
+ */
+export type ToolDescription = {
+  name: string;
+  description: string;
+  input_schema: {[key: string]: JsonValue};
+};
+
+/**
+ * Every tool, by name.
+ */
+export type ToolDescriptions = Array<ToolDescription>;
 
 export type TopLogprob = {
   token: string;
@@ -824,13 +1211,49 @@ export type UsageExtra = {
 };
 
 /**
- * Message type -> its `result` (where a model declares it).
+ * Message type -> its `result` (after a stream: null).
  */
 export interface Results {
+  load: LoadResult;
   chat: ChatCompletion;
   completion: Completion;
   embeddings: CreateEmbeddingResponse;
   chat_tokens: ChatTokens;
+  csi_complete: CsiCompletions;
+  csi_chat: CsiChatResponses;
+  csi_chunk: ChunkResults;
+  csi_chunk_with_offsets: ChunkWithOffsetResults;
+  csi_select_language: LanguageResults;
+  csi_search: SearchResults;
+  csi_documents: Documents;
+  csi_document_metadata: DocumentMetadata;
+  index_create: IndexCreated;
+  index_put: PutResult;
+  index_delete: Deleted;
+  index_list: Collections;
+  index_drop: Dropped;
+  llm_infer: InferencingResult;
+  llm_embeddings: EmbeddingsResult;
+  remote_generate: GenerateResponse;
+  remote_llm_type: LlmTypeResponse;
+  remote_guts: GenerationalGutsResponse;
+  skills_register: SkillInfo;
+  skills_list: SkillList;
+  skills_metadata: SkillMetadata;
+  skills_run: SkillOutput;
+  skills_stream: Null;
+  skills_remove: Null;
+  set_model_aliases: ModelAliases;
+  set_remotes: ConfiguredRemoteModels;
+  tools_register: ToolDescription;
+  tools_list: ToolDescriptions;
+  tools_remove: Null;
+  reset_chat: Null;
+  unload: Null;
+  cancel: Null;
+  interrupt: Null;
+  boot_timings: BootTimingsReply;
+  memory_stats: MemoryStats;
 }
 
 /**

@@ -12,6 +12,7 @@ import { Host } from "./host.js";
 import { PackageLoader } from "./packages.js";
 import { setLogitProcessorRegistry } from "./logit_processors.js";
 import { PageTools } from "./page_tools.js";
+import { DEFAULTS } from "./protocol.js";
 
 export { setLogitProcessorRegistry };
 
@@ -19,6 +20,8 @@ export { setLogitProcessorRegistry };
  * @typedef {import("./protocol.js").PageMessage} PageMessage
  * @typedef {import("./protocol.js").WorkerReply} WorkerReply
  * @typedef {import("./protocol.js").BootTimings} BootTimings
+ * @typedef {import("./protocol.js").MessageOf<"load">} LoadMessage
+ * @typedef {import("./protocol.js").Requests["load"]} LoadRequest
  *
  * @typedef {object} App csi.worker.main's app, a Python object seen through its proxy
  * @property {(raw: string) => void} handle serve one page message (JSON text); synchronous: it
@@ -40,23 +43,33 @@ function post(message) {
 }
 
 /**
- * Begin loading the models of a load request that arrives while Python boots (the ONNX sessions are
- * made meanwhile; Python's load of the same model takes the work over).
- * @param {any} data a page message
+ * A page message as an object: its JSON text parsed (null when it is not JSON), or the object posted.
+ * @param {unknown} data @returns {any}
  */
-function preloadFrom(data) {
-  let msg = data;
+function messageOf(data) {
   try {
-    if (typeof data === "string") msg = JSON.parse(data);
+    return typeof data === "string" ? JSON.parse(data) : data;
   } catch {
-    return;
+    return null;
   }
-  const ids = msg?.request?.model_ids;
-  const device = msg?.request?.device ?? "wasm";
+}
+
+/**
+ * Begin loading the models of a load request that arrives while Python boots (the ONNX sessions are
+ * made meanwhile; Python's load of the same model takes the work over). Absent fields take the
+ * defaults of Python's models (protocol.js `DEFAULTS`).
+ * @param {any} msg a page message, parsed (see {@link messageOf})
+ */
+function preloadFrom(msg) {
+  if (msg?.type !== "load") return;
+  // read as its type says, each field checked: Python checks the message itself, later
+  const request = /** @type {Partial<LoadMessage>} */ (msg).request;
+  const ids = request?.model_ids;
+  const device = request?.device ?? DEFAULTS.LoadRequest.device;
   const id = idOf(msg);
-  if (msg?.type !== "load" || id === null || !Array.isArray(ids) || typeof device !== "string") return;
+  if (id === null || !Array.isArray(ids) || typeof device !== "string") return;
   preloadedFor.add(id);
-  const serverOnly = remoteOnlyIds(msg?.request?.remotes);
+  const serverOnly = remoteOnlyIds(request?.remotes);
   SITE_MODELS_LISTED.then(() => {
     for (const model of ids.slice(0, 4)) {
       if (typeof model === "string" && !serverOnly.has(model)) bridge.preload(model, device);
@@ -66,14 +79,14 @@ function preloadFrom(data) {
 
 /**
  * The models a load's `remotes` has always served by their server: nothing of them to preload.
- * @param {unknown} remotes @returns {Set<string>}
+ * @param {LoadRequest["remotes"]} [remotes] @returns {Set<string>}
  */
 function remoteOnlyIds(remotes) {
   const out = new Set();
   for (const server of Array.isArray(remotes) ? remotes : []) {
     for (const m of Array.isArray(server?.models) ? server.models : []) {
       if (typeof m === "string") out.add(m);
-      else if (typeof m?.id === "string" && (m.policy ?? "remote") === "remote") out.add(m.id);
+      else if (typeof m?.id === "string" && (m.policy ?? DEFAULTS.RemoteModelSpec.policy) === "remote") out.add(m.id);
     }
   }
   return out;
@@ -171,15 +184,9 @@ async function boot(id) {
 
 /**
  * A message's id, for the replies the worker sends before Python reads the message.
- * @param {any} data the message: JSON text (the page client's) or an object
+ * @param {any} msg the message, parsed (see {@link messageOf})
  */
-function idOf(data) {
-  let msg = data;
-  try {
-    if (typeof data === "string") msg = JSON.parse(data);
-  } catch {
-    return null;
-  }
+function idOf(msg) {
   const id = msg?.id;
   return typeof id === "string" || Number.isSafeInteger(id) ? id : null;
 }
@@ -202,10 +209,14 @@ async function onMessage(event) {
     return;
   }
   if (ended) return;
+  /** @type {any} the message, once read here (only while Python boots: Python reads every message) */
+  let msg;
+  const id = () => idOf(msg === undefined ? messageOf(data) : msg);
   try {
     if (!app) {
-      preloadFrom(data);
-      booting ??= boot(idOf(data));
+      msg = messageOf(data);
+      preloadFrom(msg);
+      booting ??= boot(idOf(msg));
       app = await booting;
     }
     // Python reads every message as hostile input (csi.worker.message); an object (from code that
@@ -214,7 +225,7 @@ async function onMessage(event) {
     try {
       text = typeof data === "string" ? data : JSON.stringify(data) ?? "null";
     } catch (/** @type {any} */ err) {
-      post({ id: idOf(data), type: "error", error: { name: "InvalidInputError", message: `the message is not JSON: ${err?.message ?? err}`, param: "message" } });
+      post({ id: id(), type: "error", error: { name: "InvalidInputError", message: `the message is not JSON: ${err?.message ?? err}`, param: "message" } });
       return;
     }
     app.handle(text);
@@ -224,7 +235,7 @@ async function onMessage(event) {
       return;
     }
     post({
-      id: idOf(data),
+      id: id(),
       type: "error",
       error: { name: err?.name === "PythonError" ? "InternalError" : "WorkerError", message: String(err?.message ?? err), param: null },
     });

@@ -179,10 +179,9 @@ export function mountDocuments(root, options) {
         return;
       }
       await ensureIndex(engine);
-      /** @type {{answer: string, sources: AnswerSource[]}} */
-      const out = await engine.skills.run("search-answer", {
+      const out = /** @type {{answer: string, sources: AnswerSource[]}} */ (await engine.skills.run("search-answer", {
         question, ...INDEX, model, max_tokens: options.maxTokens,
-      });
+      }));
       find(ui.answer, ".answer", HTMLElement).textContent = out.answer;
       find(ui.answer, ".sources", HTMLElement).replaceChildren(
         ...out.sources.map((s) => sourceItem(s.name, s.score, s.content)));

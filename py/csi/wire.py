@@ -1,11 +1,20 @@
-"""What every face shares to read a request: the strict base model and the one request parser,
-which turns pydantic's first complaint into an ``InvalidInputError`` naming the field."""
+"""What every face shares to read a request and to answer it: the strict base model and the one
+request parser, which turns pydantic's first complaint into an ``InvalidInputError`` naming the
+field; the base of reply models and the reply that is null."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from .errors import InvalidInputError
 
@@ -14,6 +23,25 @@ class Strict(BaseModel):
     """Request models: unknown fields are refused, and no type is coerced into another."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Reply(BaseModel):
+    """Reply models: what the page receives, as ``model_dump(mode="json")`` gives it. A field whose
+    default is ``None`` is sent only when it was set (``null`` included), the others always; so the
+    page's types (worker/wire_types.d.ts) make exactly the fields with a ``None`` default optional."""
+
+    @model_serializer(mode="wrap")
+    def _leave_out_unset(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        fields = type(self).model_fields
+        return {k: v for k, v in out.items() if k in self.model_fields_set or fields[k].default is not None}
+
+
+class Null(RootModel[None]):
+    """The reply of a message that has nothing to say: ``null``."""
+
+
+NULL = Null(None)
 
 
 MIN_REPETITION_PENALTY = 0.01

@@ -17,6 +17,7 @@ from tests.support.aio import run_async
 from tests.support.browser import LOCAL_PREFIXES, tracked_context
 from tests.support.paths import ROOT
 from tests.support.skill_sources import RAISES
+from tests.support.skills import SkillsClient
 
 pytestmark = pytest.mark.browser
 RESULTS = ROOT / "test-results"
@@ -202,7 +203,7 @@ def page_engine_run(page: Any, name: str, input: Any) -> Any:
 
 def cpython_run(name: str, source: str, input: Any) -> Any:
     """The same source registered and run by the registry in CPython (the skill calls no model)."""
-    skills = build_runtime(ScriptedBackend([b"<eos>", b"a"], [1]), LocalHost()).skills
+    skills = SkillsClient(build_runtime(ScriptedBackend([b"<eos>", b"a"], [1]), LocalHost()).skills)
     run_async(skills.register(name, source))
     return run_async(skills.run(name, input))
 

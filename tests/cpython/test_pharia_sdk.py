@@ -31,6 +31,7 @@ from tests.support.aio import run_async
 from tests.support.faces import index as index_face
 from tests.support.paths import DIST
 from tests.support.skill_sources import SEARCH_DOCS
+from tests.support.skills import SkillsClient
 
 REAL = "smollm2-135m-instruct"
 ALIASES = {"llama-3.1-8b-instruct": REAL, "tool-model": "tiny-chat"}
@@ -155,7 +156,7 @@ def test_an_open_stream_does_not_hold_the_model_against_the_next_call(local):
 
 def test_the_same_reply_run_and_streamed_by_skills(local):
     runtime, _ = local
-    reg = runtime.skills
+    reg = SkillsClient(runtime.skills)
     run_async(reg.register("haiku", sdk_skills.HAIKU))
     run_async(reg.register("haiku-stream", sdk_skills.HAIKU_STREAM))
     out = run_async(reg.run("haiku", {"topic": "the sea"}))
@@ -181,7 +182,7 @@ def test_cancelling_a_stream_mid_way_ends_it_with_the_skills_error_and_the_engin
     from csi.core.scope import Scope
 
     runtime, csi = local
-    reg = runtime.skills
+    reg = SkillsClient(runtime.skills)
     run_async(reg.register("haiku-stream", sdk_skills.HAIKU_STREAM.replace("max_tokens=40", "max_tokens=400")))
 
     async def cancelled() -> tuple[list[dict[str, Any]], BaseException | None]:
@@ -262,7 +263,7 @@ def test_the_files_built_for_pharia_kernel_run_in_csi_web_unchanged(local):
 
     runtime, _ = local
     folder = ROOT / "tests" / "support" / "kernel_skills"
-    reg = runtime.skills
+    reg = SkillsClient(runtime.skills)
     run_async(reg.register("kernel-haiku", (folder / "haiku.py").read_text()))
     run_async(reg.register("kernel-relay", (folder / "relay.py").read_text()))
     poem = run_async(reg.run("kernel-haiku", {"subject": "snow"}))

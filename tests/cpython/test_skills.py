@@ -15,20 +15,21 @@ from csi.local import local_csi
 from csi.runtime import build_runtime
 from csi.skills.examples import search_answer
 from csi.skills.loaded import find_skill
-from csi.skills.registry import EXAMPLES, SkillRegistry
+from csi.skills.registry import EXAMPLES
 from csi.testing import ScriptedBackend
 from tests.support.aio import run_async
 from tests.support.faces import index as index_face
 from tests.support.paths import DIST
 from tests.support.skill_sources import ECHO, IMPORT_ERROR, NO_SKILL, RAISES, SEARCH_DOCS, SYNTAX_ERROR, Echo
+from tests.support.skills import SkillsClient
 
 
 class In(BaseModel):
     x: int
 
 
-def registry(host: LocalHost | None = None) -> SkillRegistry:
-    return build_runtime(ScriptedBackend([b"<eos>", b"a"], [1]), host or LocalHost()).skills
+def registry(host: LocalHost | None = None) -> SkillsClient:
+    return SkillsClient(build_runtime(ScriptedBackend([b"<eos>", b"a"], [1]), host or LocalHost()).skills)
 
 
 def call(coro: Any) -> Any:

@@ -1,5 +1,7 @@
 """The faces as the tests call them: with the JSON bodies a page sends, parsed into each face's
-request model the way the worker's envelope parses them (a list becomes a batch model's one field)."""
+request model the way the worker's envelope parses them (a list becomes a batch model's one field);
+the CSI, index, Spin and RemoteLLM faces answer with the JSON the page receives (their reply models
+dumped as the envelope dumps them)."""
 
 from __future__ import annotations
 
@@ -43,8 +45,18 @@ def with_json(fn: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+def dumped(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a coroutine function) answering with its reply model's JSON value."""
+
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        out = await fn(*args, **kwargs)
+        return out.model_dump(mode="json") if isinstance(out, BaseModel) else out
+
+    return call
+
+
 class _Face:
-    """A face module whose request-taking functions take JSON."""
+    """A face module whose request-taking functions take JSON and answer JSON."""
 
     def __init__(self, module: ModuleType) -> None:
         self._module = module
@@ -55,7 +67,7 @@ class _Face:
             if len(inspect.signature(value).parameters) > 1:
                 hint = request_model(value)
                 if isinstance(hint, type) and issubclass(hint, BaseModel):
-                    return with_json(value)
+                    return dumped(with_json(value)) if inspect.iscoroutinefunction(value) else with_json(value)
         return value
 
 

@@ -19,6 +19,7 @@ from csi.skills.imports import skill_imports
 from csi.skills.registry import load_skill_source
 from csi.testing import ScriptedBackend
 from tests.support.aio import run_async
+from tests.support.skills import SkillsClient
 
 
 def refused(source: str) -> InvalidInputError:
@@ -187,7 +188,7 @@ class Recording(LocalHost):
 
 def test_the_registry_loads_a_skills_packages_before_its_module_runs_and_refuses_numpy() -> None:
     host = Recording()
-    skills = build_runtime(ScriptedBackend([b"<eos>", b"a"], [1]), host).skills
+    skills = SkillsClient(build_runtime(ScriptedBackend([b"<eos>", b"a"], [1]), host).skills)
     run_async(skills.register("greet", JINJA))
     assert host.asked == [["pharia_skill"], ["jinja2", "pharia_skill"]]  # the SDK first, for the examples
     name = "<b>Ann & 'Bo'</b>"
@@ -201,7 +202,7 @@ def test_the_registry_loads_a_skills_packages_before_its_module_runs_and_refuses
 
     # a stored skill is checked and its packages loaded when the registry reads it
     host.skills["stored-np"] = "import numpy\n"
-    again = build_runtime(ScriptedBackend([b"<eos>", b"a"], [1]), host).skills
+    again = SkillsClient(build_runtime(ScriptedBackend([b"<eos>", b"a"], [1]), host).skills)
     listed = {s["name"]: s for s in run_async(again.list())}
     assert listed["greet"]["error"] is None and "'numpy'" in listed["stored-np"]["error"]
     assert host.asked[-1] == ["jinja2", "pharia_skill"]

@@ -1,5 +1,6 @@
-"""The page's message types are the Python models: worker/wire_types.d.ts is what the generator
-makes of the routes' pydantic models today, and tsc holds the page's messages to it."""
+"""The page's message types are the Python models: worker/wire_types.d.ts and the generated part of
+worker/protocol.js are what the generator makes of the routes' pydantic models today, and tsc holds
+the page's messages and replies to them."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from pydantic import RootModel
 
-from buildtools.codegen.wire_types import OUT, render
+from buildtools.codegen.wire_types import OUT, PROTOCOL, render, render_protocol
 from csi.worker.routes import ROUTES
 from tests.support.paths import ROOT
 
@@ -20,8 +22,24 @@ def test_the_typescript_declarations_are_generated_from_the_current_models() -> 
     assert OUT.read_text() == render(), "a request model changed: run `python3 -m buildtools.codegen.wire_types`"
 
 
-def test_every_route_with_a_body_has_its_type_and_every_field_of_its_model() -> None:
+def test_the_protocols_message_types_modes_and_load_defaults_are_generated_from_the_routes() -> None:
+    text = PROTOCOL.read_text()
+    assert text == render_protocol(text), "the routes changed: run `python3 -m buildtools.codegen.wire_types`"
+
+
+def test_every_route_declares_its_reply_and_the_page_has_its_type() -> None:
     text = OUT.read_text()
+    results = text[text.index("export interface Results {"):]
+    results = results[:results.index("}")]
+    chunks = text[text.index("export interface Chunks {"):]
+    for kind, route in ROUTES.items():
+        assert route.reply is not None and f"  {kind}: " in results, kind
+        assert (route.chunk is not None) == (route.mode == "stream") == (f"  {kind}: " in chunks), kind
+
+
+def test_every_route_with_a_body_has_its_type_and_every_field_of_its_model() -> None:
+    whole = OUT.read_text()
+    text = whole[:whole.index("// ---- replies")]  # the requests (every route has a reply)
     for kind, route in ROUTES.items():
         if route.request is None:
             assert f"  {kind}: " not in text
@@ -29,12 +47,13 @@ def test_every_route_with_a_body_has_its_type_and_every_field_of_its_model() -> 
         assert f"  {kind}: " in text, kind
         for name in route.request.model_fields:
             assert f"  {name}: " in text or f"  {name}?: " in text, (kind, name)
-    replies = text[text.index("// ---- replies"):]
+    replies = whole[whole.index("// ---- replies"):]
     for kind, route in ROUTES.items():
         for model in (route.reply, route.chunk):
             if model is not None:
                 assert f"export type {model.__name__} = " in replies, (kind, model)
-                for name, field in model.model_fields.items():  # a field always sent is never optional
+                fields = {} if issubclass(model, RootModel) else model.model_fields  # a root model: its value
+                for name, field in fields.items():  # a field always sent is never optional
                     optional = not field.is_required() and field.default is None
                     assert f"  {name}{'?' if optional else ''}: " in replies, (kind, name)
 

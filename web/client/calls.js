@@ -24,6 +24,12 @@ import { EngineError } from "../engine_error.js";
  */
 
 /**
+ * The `result` of a message of type `K` (worker/wire_types.d.ts, generated from Python's reply models).
+ * @template {import("../../worker/protocol.js").MessageType} K
+ * @typedef {import("../../worker/protocol.js").ResultOf<K>} ResultOf
+ */
+
+/**
  * Call `cancel` when `signal` aborts (once the request is sent, if it already has).
  * @param {AbortSignal|undefined} signal @param {() => void} cancel
  * @returns {() => void} stops listening (call it when the call has settled)
@@ -70,7 +76,7 @@ export function deadline(options) {
  * out), with the call's {@link Deadline} last.
  * @template {RequestType} K
  * @param {import("./worker_client.js").WorkerClient} client @param {K} type @param {RequestOf<K>} [fallback]
- * @returns {(request?: RequestOf<K>, options?: Deadline) => Promise<any>}
+ * @returns {(request?: RequestOf<K>, options?: Deadline) => Promise<ResultOf<K>>}
  */
 export function requestCall(client, type, fallback) {
   return (request = fallback, options = {}) =>

@@ -6,20 +6,33 @@ import { requestCall } from "./calls.js";
 /**
  * @typedef {import("./worker_client.js").WorkerClient} WorkerClient
  * @typedef {import("./calls.js").Deadline} Deadline
+ * @typedef {import("../../worker/wire_types.js").Distribution} WireDistribution
+ * @typedef {Omit<import("../../worker/wire_types.js").Logprob, "token"> & {token: Uint8Array}} Logprob
+ *   A token (its bytes, `list<u8>`) and its log-probability.
+ * @typedef {{sampled: Logprob, top: Logprob[]}} Distribution
+ * @typedef {Omit<import("../../worker/wire_types.js").CsiCompletion, "logprobs"> & {logprobs: Distribution[]}} Completion
+ * @typedef {Omit<import("../../worker/wire_types.js").CsiChatResponse, "logprobs">
+ *   & {logprobs: Distribution[]}} ChatResponse
+ */
+
+/**
+ * @template {import("./calls.js").RequestType} K
+ * @typedef {import("./calls.js").RequestOf<K>} RequestOf
  */
 
 /**
  * CSI results carry token bytes as `list<u8>`: on the page they are Uint8Arrays.
- * @param {any[]} results
+ * @template {{logprobs: WireDistribution[]}} T
+ * @param {T[]} results @returns {Array<Omit<T, "logprobs"> & {logprobs: Distribution[]}>}
  */
 function bytesToArrays(results) {
   for (const r of results) {
-    for (const d of r.logprobs ?? []) {
+    for (const d of /** @type {any[]} */ (r.logprobs ?? [])) {
       d.sampled.token = Uint8Array.from(d.sampled.token);
       for (const t of d.top) t.token = Uint8Array.from(t.token);
     }
   }
-  return results;
+  return /** @type {any} */ (results);
 }
 
 /** The `csi` namespace of an engine. @param {WorkerClient} client */
@@ -27,12 +40,16 @@ export function csiApi(client) {
   const complete = requestCall(client, "csi_complete");
   const chat = requestCall(client, "csi_chat");
   return {
-    /** `[{model, prompt, params}]` -> a completion per request (token bytes as Uint8Arrays) */
-    complete: (/** @type {any[]} */ requests, /** @type {Deadline} */ options = {}) =>
-      complete(requests, options).then(bytesToArrays),
-    /** `[{model, messages, params}]` -> a chat response per request (token bytes as Uint8Arrays) */
-    chat: (/** @type {any[]} */ requests, /** @type {Deadline} */ options = {}) =>
-      chat(requests, options).then(bytesToArrays),
+    /**
+     * `[{model, prompt, params}]` -> a completion per request (token bytes as Uint8Arrays)
+     * @param {RequestOf<"csi_complete">} requests @param {Deadline} [options] @returns {Promise<Completion[]>}
+     */
+    complete: (requests, options = {}) => complete(requests, options).then(bytesToArrays),
+    /**
+     * `[{model, messages, params}]` -> a chat response per request (token bytes as Uint8Arrays)
+     * @param {RequestOf<"csi_chat">} requests @param {Deadline} [options] @returns {Promise<ChatResponse[]>}
+     */
+    chat: (requests, options = {}) => chat(requests, options).then(bytesToArrays),
     /** `[{text, params: {model, max_tokens, overlap}}]` -> chunks (strings) per request */
     chunk: requestCall(client, "csi_chunk"),
     /** like `chunk`, each chunk as `{text, byte_offset, character_offset}` (offsets in UTF-8 bytes and code points) */

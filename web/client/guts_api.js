@@ -5,8 +5,8 @@
 import { requestCall } from "./calls.js";
 
 /**
- * @typedef {{prompt: string, api_key?: string, fft_embeddings?: boolean, embedding_trunkation?: number,
- *   top_k_logits?: number, model?: string}} GutsRequest
+ * @typedef {import("./calls.js").RequestOf<"remote_guts">} GutsRequest
+ * @typedef {import("./calls.js").ResultOf<"remote_guts">} GutsResponse
  * @typedef {import("./calls.js").Deadline} Deadline
  */
 
@@ -14,7 +14,7 @@ import { requestCall } from "./calls.js";
  * `generationalGuts(request)`: each prompt token's embeddings and final hidden state, and the
  * likeliest next tokens.
  * @param {import("./worker_client.js").WorkerClient} client
- * @returns {(request: GutsRequest, options?: Deadline) => Promise<any>}
+ * @returns {(request: GutsRequest, options?: Deadline) => Promise<GutsResponse>}
  */
 export function gutsCall(client) {
   return requestCall(client, "remote_guts");

@@ -21,10 +21,10 @@ import { cancelOnAbort, deadline, requestCall } from "./calls.js";
  * An index write that `options.signal` (an AbortSignal) can stop: the worker ends it before its
  * next committed batch and it rejects with an `AbortError` whose message, and `committed`, say
  * which documents went in (each whole; the others not at all). `interruptGenerate()` stops it too.
- * @template R
+ * @template R, T
  * @param {import("./worker_client.js").WorkerClient} client
- * @param {(request: R, handlers: Handlers) => Promise<any>} send sends the write with these handlers
- * @returns {(request: R, options?: CallOptions) => Promise<any>}
+ * @param {(request: R, handlers: Handlers) => Promise<T>} send sends the write with these handlers
+ * @returns {(request: R, options?: CallOptions) => Promise<T>}
  */
 function stoppableWrite(client, send) {
   return (request, options = {}) => {

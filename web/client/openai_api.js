@@ -12,6 +12,10 @@ import { cancelOnAbort, deadline, requestCall } from "./calls.js";
  * @typedef {import("./openai_types.js").ChatCompletionRequestNonStreaming} ChatCompletionRequestNonStreaming
  * @typedef {import("./openai_types.js").ChatCompletion} ChatCompletion
  * @typedef {import("./openai_types.js").ChatCompletionChunk} ChatCompletionChunk
+ * @typedef {import("./openai_types.js").CompletionCreateParams} CompletionCreateParams
+ * @typedef {import("./openai_types.js").CompletionCreateParamsStreaming} CompletionCreateParamsStreaming
+ * @typedef {import("./openai_types.js").CompletionCreateParamsNonStreaming} CompletionCreateParamsNonStreaming
+ * @typedef {import("./openai_types.js").Completion} Completion
  * @typedef {import("./openai_types.js").EmbeddingCreateParams} EmbeddingCreateParams
  * @typedef {import("./openai_types.js").CreateEmbeddingResponse} CreateEmbeddingResponse
  * @typedef {import("./calls.js").CallOptions} CallOptions
@@ -21,27 +25,44 @@ import { cancelOnAbort, deadline, requestCall } from "./calls.js";
  */
 
 /**
+ * @template {"chat"|"completion"} K
+ * @typedef {import("./calls.js").RequestOf<K>} RequestOf
+ */
+/**
+ * @template {"chat"|"completion"} K
+ * @typedef {import("../../worker/protocol.js").ResultOf<K>} ResultOf
+ */
+/**
+ * @template {"chat"|"completion"} K
+ * @typedef {import("../../worker/protocol.js").ChunkOf<K>} ChunkOf
+ */
+
+/**
  * `stream: false` resolves to the whole result; `stream: true` to an AsyncIterable of chunks
  * (it resolves when the first chunk arrives, so a bad request rejects here). `options.signal`
  * (an AbortSignal) ends the generation as `interruptGenerate` does, for this request only:
  * what was generated comes back with `finish_reason: "abort"`.
+ * @template {"chat"|"completion"} K
  * @param {WorkerClient} client @param {ChatStates} states
- * @param {"chat"|"completion"} type @param {any} request @param {CallOptions} [options]
- * @returns {Promise<any>}
+ * @param {K} type @param {RequestOf<K>} request @param {CallOptions} [options]
+ * @returns {Promise<ResultOf<K>|AsyncIterable<ChunkOf<K>>>}
  */
 function streamable(client, states, type, request, options = {}) {
   request = states.withDefaults(request);
   const id = client.newId();
   const cancel = () => client.cancel(id);
   const release = cancelOnAbort(options?.signal, cancel);
+  const body = /** @type {import("../../worker/protocol.js").MessageBody<K>} */ ({ request });
   if (!request || !request.stream) {
-    return client.send(type, { request }, { id, ...deadline(options) }).finally(release).then((r) => {
-      states.finish(r.model, r.choices?.[0]?.message?.content ?? r.choices?.[0]?.text ?? "", r.usage);
+    return client.send(type, body, { id, ...deadline(options) }).finally(release).then((r) => {
+      /** @type {any} a chat completion or a completion */
+      const reply = r;
+      states.finish(reply.model, reply.choices?.[0]?.message?.content ?? reply.choices?.[0]?.text ?? "", reply.usage);
       return r;
     });
   }
   const follow = states.follow();
-  /** @type {ChunkStream<any>} */
+  /** @type {ChunkStream<ChunkOf<K>>} */
   const stream = new ChunkStream(cancel);
   return new Promise((resolve, reject) => {
     let started = false;
@@ -51,7 +72,7 @@ function streamable(client, states, type, request, options = {}) {
         resolve(stream);
       }
     };
-    client.send(type, { request }, {
+    client.send(type, body, {
       id,
       ...deadline(options),
       chunk: (c) => {
@@ -103,15 +124,36 @@ export function openaiApi(client, states) {
   function createChat(request, options = {}) {
     return streamable(client, states, "chat", request, options);
   }
-  const embeddings = /** @type {(request: EmbeddingCreateParams, options?: Deadline) => Promise<CreateEmbeddingResponse>} */ (
-    requestCall(client, "embeddings"));
+  /**
+   * An OpenAI (legacy) completion, streamed: resolves to the chunks (once the first one came).
+   * @overload
+   * @param {CompletionCreateParamsStreaming} request @param {CallOptions} [options]
+   * @returns {Promise<AsyncIterable<Completion>>}
+   */
+  /**
+   * An OpenAI (legacy) completion, whole.
+   * @overload
+   * @param {CompletionCreateParamsNonStreaming} request @param {CallOptions} [options]
+   * @returns {Promise<Completion>}
+   */
+  /**
+   * An OpenAI (legacy) completion, streamed or whole as `request.stream` says.
+   * @overload
+   * @param {CompletionCreateParams} request @param {CallOptions} [options]
+   * @returns {Promise<Completion|AsyncIterable<Completion>>}
+   */
+  /**
+   * @param {CompletionCreateParams} request @param {CallOptions} [options]
+   * @returns {Promise<Completion|AsyncIterable<Completion>>}
+   */
+  function createCompletion(request, options = {}) {
+    return streamable(client, states, "completion", request, options);
+  }
+  /** @type {(request: EmbeddingCreateParams, options?: Deadline) => Promise<CreateEmbeddingResponse>} */
+  const embeddings = requestCall(client, "embeddings");
   return {
     chat: { completions: { create: createChat } },
-    completions: {
-      /** An OpenAI (legacy) completion, streamed or whole as `request.stream` says. */
-      create: (/** @type {any} */ request, /** @type {CallOptions} */ options = {}) =>
-        streamable(client, states, "completion", request, options),
-    },
+    completions: { create: createCompletion },
     embeddings: {
       /** `{input, model}` (`EmbeddingCreateParams`) -> `CreateEmbeddingResponse` */
       create: embeddings,

@@ -18,6 +18,12 @@
  * @typedef {import("../../worker/wire_types.js").ChatCompletionChunk} ChatCompletionChunk
  * @typedef {import("../../worker/wire_types.js").CompletionUsage} CompletionUsage
  * @typedef {ChatCompletion["choices"][number]["finish_reason"]} FinishReason
+ * @typedef {import("../../worker/wire_types.js").OpenAICompletionRequest} CompletionCreateParams
+ *   An OpenAI (legacy) completion request.
+ * @typedef {CompletionCreateParams & {stream: true}} CompletionCreateParamsStreaming
+ * @typedef {CompletionCreateParams & {stream?: false|null}} CompletionCreateParamsNonStreaming
+ * @typedef {import("../../worker/wire_types.js").Completion} Completion
+ *   A completion, or (streamed) each chunk of it.
  * @typedef {import("../../worker/wire_types.js").EmbeddingRequest} EmbeddingCreateParams
  * @typedef {import("../../worker/wire_types.js").CreateEmbeddingResponse} CreateEmbeddingResponse
  */

@@ -14,9 +14,14 @@ import { ChunkStream } from "./chunk_stream.js";
  * @typedef {Deadline & {timeLimitMs?: number, signal?: AbortSignal}} SkillOptions
  *   `timeLimitMs`: how long the skill may run (default `skillTimeLimitMs` of the engine's config, 5 minutes);
  *   `signal`: aborting it cancels the call (the skill is interrupted: `SkillError`)
- * @typedef {{type: "message_begin", role: string|null} | {type: "message_append", text: string}
- *   | {type: "message_end", payload: any}} SkillEvent
+ * @typedef {import("../../worker/wire_types.js").SkillEvent} SkillEvent
  *   What a `@message_stream` skill writes, as it writes it (`payload`: its end payload as JSON).
+ * @typedef {"skills_register"|"skills_run"|"skills_stream"} SkillCallType
+ */
+
+/**
+ * @template {SkillCallType|"skills_list"|"skills_metadata"|"skills_remove"} K
+ * @typedef {import("./calls.js").ResultOf<K>} ResultOf
  */
 
 /** How long a skill may run (or its module take to load) before it is interrupted. */
@@ -59,9 +64,10 @@ export class PythonInterrupts {
  * A skill call with a time limit: past it, Python is interrupted (KeyboardInterrupt in the skill),
  * which needs the page to be cross-origin isolated; elsewhere the limit cannot stop a skill.
  * @param {WorkerClient} client @param {PythonInterrupts} interrupts @param {number|undefined} defaultLimitMs
- * @param {"skills_register"|"skills_run"|"skills_stream"} type @param {any} body @param {SkillOptions} options
+ * @template {SkillCallType} K
+ * @param {K} type @param {any} body @param {SkillOptions} options
  * @param {{id?: string, chunk?: (c: any) => void}} [extra] the call's id, what receives streamed chunks
- * @returns {Promise<any>}
+ * @returns {Promise<ResultOf<K>>}
  */
 function skillCall(client, interrupts, defaultLimitMs, type, body, options, extra = {}) {
   const id = extra.id ?? client.newId();
@@ -95,8 +101,8 @@ function skillCall(client, interrupts, defaultLimitMs, type, body, options, extr
   // `done` once the worker is done with it: Python's interrupt is tripped until then, even when
   // the page has stopped waiting (timeoutMs)
   const release = cancelOnAbort(options?.signal, () => client.cancel(id));
-  const call = client.send(type, { request: { ...body, time_limit_ms } },
-    { id, timeoutMs, progress, onFinal: done, chunk: extra.chunk }).finally(release);
+  const request = /** @type {import("../../worker/protocol.js").MessageBody<K>} */ ({ request: { ...body, time_limit_ms } });
+  const call = client.send(type, request, { id, timeoutMs, progress, onFinal: done, chunk: extra.chunk }).finally(release);
   client.skillCalls.set(id, name);
   // a skill that keeps Python busy is stopped by Python's interrupt, which Python's handler aims
   // at the skill that is due (csi.skills.interrupts); it is tripped until the call settles
@@ -129,7 +135,10 @@ export function interruptSkills(client, interrupts) {
  * @param {() => number|undefined} defaultLimitMs the engine's `skillTimeLimitMs`, read at each call
  */
 export function skillsApi(client, interrupts, defaultLimitMs) {
-  /** @param {"skills_register"|"skills_run"} type @param {any} body @param {SkillOptions} options */
+  /**
+   * @template {"skills_register"|"skills_run"} K
+   * @param {K} type @param {any} body @param {SkillOptions} options @returns {Promise<ResultOf<K>>}
+   */
   const call = (type, body, options) => skillCall(client, interrupts, defaultLimitMs(), type, body, options);
   /**
    * @param {string} name @param {any} input @param {SkillOptions} options
@@ -148,16 +157,23 @@ export function skillsApi(client, interrupts, defaultLimitMs) {
     return events;
   };
   return {
-    /** @param {{name: string, source: string}} skill @param {SkillOptions} [options] -> `{name, description, input_schema, output_schema}` */
+    /**
+     * @param {{name: string, source: string}} skill @param {SkillOptions} [options]
+     * @returns {Promise<ResultOf<"skills_register">>} `{name, description, input_schema, output_schema, kind}`
+     */
     register: (skill, options = {}) => call("skills_register", { name: skill?.name, source: skill?.source }, options),
-    /** @param {Deadline} [options] -> `[{name, description, builtin, error}]` */
+    /** @param {Deadline} [options] @returns {Promise<ResultOf<"skills_list">>} `[{name, description, kind, builtin, error}]` */
     list: (options = {}) => client.send("skills_list", {}, deadline(options)),
-    /** @param {string} name @param {Deadline} [options] -> `{description, input_schema, output_schema}` */
+    /**
+     * @param {string} name @param {Deadline} [options]
+     * @returns {Promise<ResultOf<"skills_metadata">>} `{description, input_schema, output_schema, kind}`
+     */
     metadata: (name, options = {}) => client.send("skills_metadata", { request: { name } }, deadline(options)),
     /**
-     * @param {string} name @param {any} input a JSON value -> the skill's output (a JSON value)
+     * @param {string} name @param {any} input a JSON value
      * @param {SkillOptions} [options] past `timeLimitMs` of running the skill is interrupted and
      *   the call rejects with a `SkillError`
+     * @returns {Promise<ResultOf<"skills_run">>} the skill's output (a JSON value)
      */
     run: (name, input, options = {}) => call("skills_run", { name, input }, options),
     /**
@@ -169,7 +185,7 @@ export function skillsApi(client, interrupts, defaultLimitMs) {
      * @returns {AsyncIterable<SkillEvent>}
      */
     stream: (name, input, options = {}) => stream(name, input, options),
-    /** @param {string} name @param {Deadline} [options] */
+    /** @param {string} name @param {Deadline} [options] @returns {Promise<null>} */
     remove: (name, options = {}) => client.send("skills_remove", { request: { name } }, deadline(options)),
   };
 }

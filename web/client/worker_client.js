@@ -28,6 +28,12 @@ import { milliseconds } from "./calls.js";
  * @typedef {import("../../worker/protocol.js").MessageBody<K>} MessageBody
  */
 
+/**
+ * The `result` of a message of type `K` (worker/wire_types.d.ts, generated from Python's reply models).
+ * @template {MessageType} K
+ * @typedef {import("../../worker/protocol.js").ResultOf<K>} ResultOf
+ */
+
 /** A call not taken by the worker this long after a skill started is reported `queued` behind it. */
 const QUEUED_AFTER_MS = 250;
 
@@ -72,11 +78,11 @@ export class WorkerClient {
    * Send a message of type `type` and follow its replies: the promise settles with its result.
    * @template {MessageType} K
    * @param {K} type @param {MessageBody<K>} [body] @param {Handlers} [handlers]
-   * @returns {Promise<any>}
+   * @returns {Promise<ResultOf<K>>}
    */
   send(type, body = /** @type {MessageBody<K>} */ ({}), handlers = {}) {
     const id = handlers.id ?? this.newId();
-    return new Promise((resolve, reject) => {
+    return new Promise((/** @type {(result: ResultOf<K>) => void} */ resolve, reject) => {
       if (this.crashed) throw new EngineError({ name: "WorkerCrashedError", message: this.crashed });
       const timeoutMs = milliseconds(handlers.timeoutMs, "timeoutMs");
       const text = frame(id, type, body);

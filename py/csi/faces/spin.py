@@ -3,14 +3,15 @@ proposal: ``infer`` and ``generate-embeddings``."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 
+from ..core.decode import FinishReason
 from ..core.engine import Engine
 from ..core.request import GenerationParams, GenerationRequest, SamplingParams
 from ..core.scope import Scope
-from ..wire import RepetitionPenalty, Strict
+from ..wire import RepetitionPenalty, Reply, Strict
 
 
 class InferencingParams(Strict):
@@ -44,20 +45,39 @@ class EmbeddingsRequest(Strict):
     text: list[str]
 
 
-async def infer(engine: Engine, req: InferRequest, scope: Scope | None = None) -> dict[str, Any]:
+class InferencingUsage(Reply):
+    prompt_token_count: int
+    generated_token_count: int
+
+
+class InferencingResult(Reply):
+    text: str
+    finish_reason: FinishReason
+    """stop, length, or abort (the seed's enum has no word for a cut generation)."""
+    usage: InferencingUsage
+
+
+class EmbeddingsUsage(Reply):
+    prompt_token_count: int
+
+
+class EmbeddingsResult(Reply):
+    embeddings: list[list[float]]
+    usage: EmbeddingsUsage
+
+
+async def infer(engine: Engine, req: InferRequest, scope: Scope | None = None) -> InferencingResult:
     """``llm.infer``: the raw prompt, Spin's defaults when ``params`` is absent."""
     [r] = await engine.generate(req.to_generation_request(), scope).collect()
-    return {
-        "text": r.text,
-        "finish_reason": r.stats.finish_reason,  # "abort" too: the seed's enum has no word for a cut generation
-        "usage": {"prompt_token_count": r.stats.prompt_tokens, "generated_token_count": r.stats.completion_tokens},
-    }
+    return InferencingResult(text=r.text, finish_reason=r.finish_reason, usage=InferencingUsage(
+        prompt_token_count=r.stats.prompt_tokens, generated_token_count=r.stats.completion_tokens))
 
 
-async def generate_embeddings(engine: Engine, req: EmbeddingsRequest, scope: Scope | None = None) -> dict[str, Any]:
+async def generate_embeddings(engine: Engine, req: EmbeddingsRequest,
+                              scope: Scope | None = None) -> EmbeddingsResult:
     """``llm.generate-embeddings``."""
     model = engine.resolve_model(req.model, "embedding")
     if not req.text:
-        return {"embeddings": [], "usage": {"prompt_token_count": 0}}
+        return EmbeddingsResult(embeddings=[], usage=EmbeddingsUsage(prompt_token_count=0))
     result = await engine.embed(model, req.text, scope)
-    return {"embeddings": result.vectors, "usage": {"prompt_token_count": result.prompt_tokens}}
+    return EmbeddingsResult(embeddings=result.vectors, usage=EmbeddingsUsage(prompt_token_count=result.prompt_tokens))

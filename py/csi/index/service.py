@@ -19,7 +19,25 @@ from . import lexical
 from .cancel import WriteGuard
 from .filters import CompiledFilter, parse_filters
 from .store import Catalog, ChunkSet, IndexConfig, IndexStore, Key, ScoreQuery, StaleCatalogError, StoredDocument
-from .types import CollectionRef, CreateIndex, DocumentIn, DocumentPath, IndexPath, ListRequest, SearchRequest
+from .types import (
+    CollectionInfo,
+    CollectionRef,
+    Collections,
+    CreateIndex,
+    Document,
+    DocumentChunks,
+    DocumentIn,
+    DocumentPath,
+    Dropped,
+    IndexCreated,
+    IndexInfo,
+    IndexPath,
+    ListRequest,
+    PutResult,
+    SearchRequest,
+    SearchResult,
+    SectionBound,
+)
 
 if TYPE_CHECKING:
     from ..core.backend import ModelInfo
@@ -40,6 +58,14 @@ SEMANTIC_WEIGHT = 0.5
 
 def _path_json(key: tuple[str, str, str]) -> dict[str, str]:
     return {"namespace": key[0], "collection": key[1], "name": key[2]}
+
+
+def _path(namespace: str, collection: str, name: str) -> DocumentPath:
+    return DocumentPath(namespace=namespace, collection=collection, name=name)
+
+
+def _info(config: IndexConfig) -> IndexInfo:
+    return IndexInfo.model_validate(config.to_json())
 
 
 class DocumentIndex:
@@ -131,7 +157,7 @@ class DocumentIndex:
 
     # ---- writes ----------------------------------------------------------------------------------
 
-    async def create_index(self, req: CreateIndex, scope: Scope | None = None) -> dict[str, Any]:
+    async def create_index(self, req: CreateIndex, scope: Scope | None = None) -> IndexCreated:
         """Create an index of a collection (creating the collection), indexing its documents;
         ``scope.progress`` reports each committed batch; a cancel or ``interruptGenerate()`` stops it
         before the next one (``AbortError``; calling it again finishes the work)."""
@@ -175,9 +201,9 @@ class DocumentIndex:
                     progress({"stage": "index", "file": None, "loaded": at + len(batch), "total": len(names),
                               "model": req.model, "documents": batch})
                 await asyncio.sleep(0)  # let a cancel in between two batches
-        return {**config.to_json(), "created": created}
+        return IndexCreated.model_validate({**config.to_json(), "created": created})
 
-    async def put(self, docs: list[DocumentIn], scope: Scope | None = None) -> dict[str, int]:
+    async def put(self, docs: list[DocumentIn], scope: Scope | None = None) -> PutResult:
         """Store documents (replacing any with the same path), chunked and embedded for every index
         of their collections. Commits in batches; ``scope.progress`` reports each committed batch. A
         cancel of the message or ``interruptGenerate()`` stops it before the next commit: an
@@ -242,14 +268,14 @@ class DocumentIndex:
                     await flush()
             if pending:
                 await flush()
-        return {"documents": len(docs), "chunks": total_chunks}
+        return PutResult(documents=len(docs), chunks=total_chunks)
 
     async def delete(self, paths: list[DocumentPath]) -> list[bool]:
         """Delete documents; whether each existed."""
         async with self.store.writing():
             return await self.store.delete_documents([p.key for p in paths])
 
-    async def drop(self, req: CollectionRef) -> dict[str, Any]:
+    async def drop(self, req: CollectionRef) -> Dropped:
         """Drop one index (``index`` given) or a whole collection with its documents."""
         async with self.store.writing():
             if req.index is None:
@@ -257,14 +283,14 @@ class DocumentIndex:
                 await self.store.drop_collection(req.namespace, req.collection)
                 for key in [k for k in self._catalogs if k[:2] == (req.namespace, req.collection)]:
                     del self._catalogs[key]
-                return {"dropped": "collection"}
+                return Dropped(dropped="collection")
             config = await self._config(IndexPath(namespace=req.namespace, collection=req.collection,
                                                   index=req.index))
             await self.store.drop_index(config.key)
             self._catalogs.pop(config.key, None)
-            return {"dropped": "index"}
+            return Dropped(dropped="index")
 
-    async def list_collections(self, req: ListRequest) -> dict[str, Any]:
+    async def list_collections(self, req: ListRequest) -> Collections:
         """Collections with their indexes; with ``namespace`` and ``collection``, also its documents
         and their chunk counts per index."""
         configs = await self.store.indexes(req.namespace, req.collection)
@@ -272,14 +298,14 @@ class DocumentIndex:
         for ns, coll in await self.store.collections():
             if req.namespace not in (None, ns) or req.collection not in (None, coll):
                 continue
-            collections.append({"namespace": ns, "collection": coll,
-                                "indexes": [c.to_json() for c in configs if (c.namespace, c.collection) == (ns, coll)]})
-        out: dict[str, Any] = {"collections": collections}
-        if req.namespace is not None and req.collection is not None:
-            await self._check_collection(req.namespace, req.collection)
-            counts = await self.store.chunk_counts(req.namespace, req.collection)
-            out["documents"] = [{"name": name, "chunks": counts[name]} for name in sorted(counts)]
-        return out
+            collections.append(CollectionInfo(namespace=ns, collection=coll, indexes=[
+                _info(c) for c in configs if (c.namespace, c.collection) == (ns, coll)]))
+        if req.namespace is None or req.collection is None:
+            return Collections(collections=collections)
+        await self._check_collection(req.namespace, req.collection)
+        counts = await self.store.chunk_counts(req.namespace, req.collection)
+        return Collections(collections=collections,
+                           documents=[DocumentChunks(name=name, chunks=counts[name]) for name in sorted(counts)])
 
     # ---- the seed's reads ------------------------------------------------------------------------
 
@@ -293,7 +319,7 @@ class DocumentIndex:
                      for name, md in zip(catalog.names, catalog.metadata, strict=True))
         return mask, catalog.generation
 
-    async def search(self, req: SearchRequest, scope: Scope | None = None) -> list[dict[str, Any]]:
+    async def search(self, req: SearchRequest, scope: Scope | None = None) -> list[SearchResult]:
         """``document-index.search`` of one request: the best sections first."""
         with blame("index_path"):
             config = await self._config(req.index_path)
@@ -323,9 +349,9 @@ class DocumentIndex:
             raise InternalError("the index kept changing during the search; try again")
         ns, coll = config.namespace, config.collection
         # float32 rounding can put a unit vector's cosine a hair outside the seed's [-1, 1]
-        return [{"document_path": _path_json((ns, coll, h.name)), "content": h.content,
-                 "score": max(-1.0, min(1.0, h.score)),
-                 "start": {"item": h.item, "position": h.start}, "end": {"item": h.item, "position": h.end}}
+        return [SearchResult(document_path=_path(ns, coll, h.name), content=h.content,
+                             score=max(-1.0, min(1.0, h.score)), start=SectionBound(item=h.item, position=h.start),
+                             end=SectionBound(item=h.item, position=h.end))
                 for h in hits]
 
     async def _documents(self, paths: list[DocumentPath]) -> list[dict[str, Any] | None]:
@@ -334,14 +360,14 @@ class DocumentIndex:
                 await self._check_collection(p.namespace, p.collection)
         return await self.store.documents([p.key for p in paths])
 
-    async def documents(self, paths: list[DocumentPath]) -> list[dict[str, Any]]:
+    async def documents(self, paths: list[DocumentPath]) -> list[Document]:
         """``document-index.documents``: whole documents; a missing one is a ``NotFoundError`` (``[i].name``)."""
         out = []
         for i, doc in enumerate(await self._documents(paths)):
             if doc is None:
                 raise NotFoundError(f"document {paths[i].name!r} does not exist", f"[{i}].name")
-            out.append({"path": _path_json((doc["namespace"], doc["collection"], doc["name"])),
-                        "contents": doc["contents"], "metadata": doc["metadata"]})
+            out.append(Document.model_validate({"path": _path_json((doc["namespace"], doc["collection"], doc["name"])),
+                                                "contents": doc["contents"], "metadata": doc["metadata"]}))
         return out
 
     async def document_metadata(self, paths: list[DocumentPath]) -> list[Any]:

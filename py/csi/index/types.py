@@ -1,4 +1,4 @@
-"""Request shapes of the document index: the seed's reads (``search``, ``documents``,
+"""Request and reply shapes of the document index: the seed's reads (``search``, ``documents``,
 ``document-metadata``) and csi-web's writes (``engine.index.*``)."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, StringConstraints, Tag, field_validator
+from pydantic import Discriminator, Field, JsonValue, RootModel, StringConstraints, Tag, field_validator
 
-from ..wire import MAX_BATCH, Strict
+from ..wire import MAX_BATCH, Reply, Strict
 
 # Names are free text without control characters; document names may be longer.
 Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")]
@@ -117,3 +117,88 @@ class SearchRequest(Strict):
 
 class SearchBatch(Strict):
     requests: list[SearchRequest]
+
+
+# ---- replies -------------------------------------------------------------------------------------
+
+class SectionBound(Reply):
+    """Where a found section starts or ends: the document's item, and the character in it."""
+
+    item: int
+    position: int
+
+
+class SearchResult(Reply):
+    document_path: DocumentPath
+    content: str
+    score: float
+    """The cosine similarity (hybrid indexes: blended with the lexical score), in [-1, 1]."""
+    start: SectionBound
+    end: SectionBound
+
+
+class SearchResults(RootModel[list[list[SearchResult]]]):
+    """Per request the best sections first, in request order."""
+
+
+class Document(Reply):
+    path: DocumentPath
+    contents: list[Item]
+    metadata: JsonValue
+
+
+class Documents(RootModel[list[Document]]):
+    """The documents, in request order."""
+
+
+class DocumentMetadata(RootModel[list[JsonValue]]):
+    """Per path its document's metadata, ``None`` for a missing document."""
+
+
+class IndexInfo(Reply):
+    """An index's configuration (``dims``: its model's embedding size)."""
+
+    namespace: str
+    collection: str
+    index: str
+    model: str
+    max_tokens: int
+    overlap: int
+    hybrid: bool
+    dims: int
+
+
+class IndexCreated(IndexInfo):
+    created: bool
+    """``False``: the index existed with this configuration (its missing documents were indexed)."""
+
+
+class PutResult(Reply):
+    documents: int
+    chunks: int
+
+
+class Deleted(RootModel[list[bool]]):
+    """Per path whether its document existed."""
+
+
+class CollectionInfo(Reply):
+    namespace: str
+    collection: str
+    indexes: list[IndexInfo]
+
+
+class DocumentChunks(Reply):
+    name: str
+    chunks: dict[str, int]
+    """Index name -> the document's chunks in it."""
+
+
+class Collections(Reply):
+    collections: list[CollectionInfo]
+    documents: list[DocumentChunks] | None = None
+    """With ``namespace`` and ``collection``: the collection's documents, by name."""
+
+
+class Dropped(Reply):
+    dropped: Literal["collection", "index"]

@@ -181,13 +181,13 @@ class EngineCsi(Csi):
         self._free_models()
         out = self._run(inference.complete(self.engine, parse_batch(
             inference.CompleteBatch, [completion_request_wire(r) for r in requests]), self.scope))
-        return [completion_from_wire(d) for d in out]
+        return [completion_from_wire(d) for d in out.model_dump()]
 
     def chat_concurrent(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
         self._free_models()
         batch = parse_batch(inference.ChatBatch, [chat_request_wire(r) for r in requests])
         out = self._run(inference.chat(self.engine, batch, self.scope))
-        return [chat_response_from_wire(d) for d in out]
+        return [chat_response_from_wire(d) for d in out.model_dump()]
 
     def _completion_stream(self, model: str, prompt: str, params: CompletionParams) -> CompletionStreamResponse:
         request = parse_request(inference.CompletionRequest, completion_request_wire(
@@ -226,28 +226,28 @@ class EngineCsi(Csi):
     def chunk_concurrent(self, requests: Sequence[ChunkRequest]) -> list[list[Chunk]]:
         wire = [chunk_request_wire(r) for r in requests]
         out = self._run(text.chunk_with_offsets(self.text, parse_batch(text.ChunkWithOffsetBatch, wire)))
-        return [[Chunk(c["text"], c["character_offset"]) for c in chunks] for chunks in out]
+        return [[Chunk(c.text, c.character_offset) for c in chunks] for chunks in out.root]
 
     def select_language_concurrent(self, requests: Sequence[SelectLanguageRequest]) -> list[Language | None]:
         wire = [{"text": r.text, "languages": [Language(code).value for code in r.languages]} for r in requests]
         out = self._run(text.select_language(self.text, parse_batch(text.SelectLanguageBatch, wire)))
-        return [None if code is None else Language(code) for code in out]
+        return [None if code is None else Language(code) for code in out.root]
 
     # ---- document index
 
     def search_concurrent(self, requests: Sequence[SearchRequest]) -> list[list[SearchResult]]:
         batch = parse_batch(SearchBatch, [search_request_wire(r) for r in requests])
         out = self._run(self._index_face.search(self.index, batch, self.scope))
-        return [[search_result_from_wire(d) for d in results] for results in out]
+        return [[search_result_from_wire(d) for d in results] for results in out.model_dump()]
 
     def documents(self, document_paths: Sequence[DocumentPath]) -> list[Document]:
         paths = parse_batch(PathBatch, [path_wire(p) for p in document_paths])
         out = self._run(self._index_face.documents(self.index, paths))
-        return [document_from_wire(d) for d in out]
+        return [document_from_wire(d) for d in out.model_dump()]
 
     def documents_metadata(self, document_paths: Sequence[DocumentPath]) -> list[JsonSerializable]:
         result: list[JsonSerializable] = self._run(self._index_face.document_metadata(
-            self.index, parse_batch(PathBatch, [path_wire(p) for p in document_paths])))
+            self.index, parse_batch(PathBatch, [path_wire(p) for p in document_paths]))).root
         return result
 
     # ---- tools

@@ -12,7 +12,7 @@ import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pharia_skill import Csi, MessageWriter
 from pharia_skill.message_stream.writer import MessageAppend, MessageBegin, MessageEnd, MessageItem
@@ -20,9 +20,9 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import InvalidInputError, SkillError, SkillInterrupt
 from ..wire import field_path
+from .wire import Kind, MessageAppendEvent, MessageBeginEvent, MessageEndEvent, SkillEvent
 
-Kind = Literal["skill", "message_stream"]
-Emit = Callable[[dict[str, Any]], None]
+Emit = Callable[[SkillEvent], None]
 
 
 def _closure(function: Any) -> dict[str, Any]:
@@ -100,12 +100,12 @@ class EventWriter(MessageWriter[Any]):
     def write(self, item: MessageItem[Any]) -> None:
         match item:
             case MessageBegin(role=role):
-                self._emit({"type": "message_begin", "role": role})
+                self._emit(SkillEvent(MessageBeginEvent(role=role)))
             case MessageAppend(text=text):
-                self._emit({"type": "message_append", "text": text})
+                self._emit(SkillEvent(MessageAppendEvent(text=text)))
             case MessageEnd(payload=payload):
                 data = None if payload is None else json.loads(payload.model_dump_json())
-                self._emit({"type": "message_end", "payload": data})
+                self._emit(SkillEvent(MessageEndEvent(payload=data)))
             case _:
                 raise TypeError(f"a message writer takes MessageBegin, MessageAppend or MessageEnd, not {item!r}")
 

@@ -25,6 +25,18 @@ from ..errors import CsiError, InternalError, InvalidInputError, SkillError, Ski
 from . import interrupts
 from .imports import skill_imports
 from .interrupts import SkillRun, run_marked
+from .wire import (
+    SkillEvent,
+    SkillInfo,
+    SkillList,
+    SkillListing,
+    SkillMetadata,
+    SkillName,
+    SkillOutput,
+    SkillRegisterRequest,
+    SkillRunRequest,
+    SkillStreamRequest,
+)
 
 if TYPE_CHECKING:  # pharia-skill is loaded on first use (the worker fetches it then)
     from .engine_csi import EngineCsi
@@ -114,12 +126,11 @@ class SkillRegistry:
         self._run_ids = itertools.count()
 
     @contextmanager
-    def _running(self, name: str, time_limit_ms: Any, scope: Scope | None) -> Iterator[tuple[SkillRun, Scope]]:
+    def _running(self, name: str, time_limit_ms: float | None,
+                 scope: Scope | None) -> Iterator[tuple[SkillRun, Scope]]:
         """A ``SkillRun`` for the call under way: its deadline set, its CSI calls aborted when it
         passes (they answer at once, and the skill is interrupted where it resumes)."""
-        if time_limit_ms is not None and (
-                isinstance(time_limit_ms, bool) or not isinstance(time_limit_ms, int | float)
-                or not 0 < time_limit_ms <= MAX_TIME_LIMIT_MS):
+        if time_limit_ms is not None and not 0 < time_limit_ms <= MAX_TIME_LIMIT_MS:
             raise InvalidInputError(f"`time_limit_ms` must be a number of milliseconds from 0 (excluded) to "
                                     f"{MAX_TIME_LIMIT_MS} (a day), or null for no limit", "time_limit_ms")
         given = scope or Scope()
@@ -157,9 +168,9 @@ class SkillRegistry:
                 self._entries[name] = _Entry(None, builtin=False, error=exc.message)
         self._loaded = True
 
-    def _get(self, name: Any, kind: str | None = None) -> LoadedSkill:
+    def _get(self, name: str, kind: str | None = None) -> LoadedSkill:
         """The skill ``name`` (of this ``kind``, when given); ``InvalidInputError`` on ``name`` otherwise."""
-        entry = self._entries.get(name) if isinstance(name, str) else None
+        entry = self._entries.get(name)
         if entry is None:
             raise InvalidInputError(f"there is no skill named {name!r}", "name")
         if entry.skill is None:
@@ -168,46 +179,38 @@ class SkillRegistry:
             raise InvalidInputError(_WRONG_KIND[kind].format(name=repr(name)), "name")
         return entry.skill
 
-    async def register(self, name: Any, source: Any, time_limit_ms: Any = None,
-                       scope: Scope | None = None) -> dict[str, Any]:
-        """Load ``source`` as skill ``name`` (replacing a registered one), store it, describe it."""
+    async def register(self, r: SkillRegisterRequest, scope: Scope | None = None) -> SkillInfo:
+        """Load ``r.source`` as skill ``r.name`` (replacing a registered one), store it, describe it."""
         await self._ensure_loaded()
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
+        name, source = r.name, r.source
+        if not _NAME.fullmatch(name):
             raise InvalidInputError("a skill name is 1-64 letters, digits, '-' or '_', starting with a letter "
                                     "or digit", "name")
         if name in EXAMPLES:
             raise InvalidInputError(f"{name!r} is the name of a built-in example skill", "name")
-        if not isinstance(source, str):
-            raise InvalidInputError("`source` must be Python source text", "source")
         if len(source) > MAX_SOURCE_CHARS:
             raise InvalidInputError(f"`source` has {len(source)} characters; a skill's source holds at most "
                                     f"{MAX_SOURCE_CHARS}", "source")
         await self.store.load_packages(skill_imports(source))
-        with self._running(name, time_limit_ms, scope) as (run, _):
+        with self._running(name, r.time_limit_ms, scope) as (run, _):
             skill = load_skill_source(name, source, run)
         await self.store.store_skill(name, source)
         self._entries[name] = _Entry(skill, builtin=False)
-        return {"name": name, **skill.metadata()}
+        return SkillInfo.model_validate({"name": name, **skill.metadata()})
 
-    async def list(self) -> list[dict[str, Any]]:
+    async def list(self) -> SkillList:
         """Every skill: name, description, whether it is built in, and a load error if any."""
         await self._ensure_loaded()
-        return [{"name": name, "description": e.skill.description if e.skill else None,
-                 "kind": e.skill.kind if e.skill else None, "builtin": e.builtin, "error": e.error}
-                for name, e in sorted(self._entries.items())]
+        return SkillList([SkillListing(name=name, description=e.skill.description if e.skill else None,
+                                       kind=e.skill.kind if e.skill else None, builtin=e.builtin, error=e.error)
+                          for name, e in sorted(self._entries.items())])
 
-    async def metadata(self, name: Any) -> dict[str, Any]:
+    async def metadata(self, r: SkillName) -> SkillMetadata:
         """Seed 001 ``metadata``: description and JSON schemas (as JSON values)."""
         await self._ensure_loaded()
-        return self._get(name).metadata()
+        return SkillMetadata.model_validate(self._get(r.name).metadata())
 
-    def _input(self, input: Any) -> bytes:
-        try:
-            return dumps(input).encode()
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"the input is not JSON: {exc}", "input") from None
-
-    async def _call(self, skill: LoadedSkill, time_limit_ms: Any, scope: Scope | None,
+    async def _call(self, skill: LoadedSkill, time_limit_ms: float | None, scope: Scope | None,
                     body: Callable[[EngineCsi], T]) -> T:
         """Run ``body`` (the skill, given its CSI) under the call's time limit and scope; the streams
         it left open are closed when it ends. Errors come out typed."""
@@ -231,36 +234,35 @@ class SkillRegistry:
         except Exception as exc:  # the runner itself failed
             raise InternalError(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}") from None
 
-    async def run(self, name: Any, input: Any, time_limit_ms: Any = None, scope: Scope | None = None) -> Any:
+    async def run(self, r: SkillRunRequest, scope: Scope | None = None) -> SkillOutput:
         """Seed 001 ``run`` with JSON values: the input is validated, the output returned as JSON.
-        Past ``time_limit_ms`` (from when it starts) the skill is interrupted: ``SkillError``. The
+        Past ``r.time_limit_ms`` (from when it starts) the skill is interrupted: ``SkillError``. The
         skill's CSI calls serve ``scope`` (cancelling it cancels them)."""
         await self._ensure_loaded()
-        skill = self._get(name, "skill")
-        data = self._input(input)
-        return loads(await self._call(skill, time_limit_ms, scope, lambda csi: skill.run(csi, data)))
+        skill = self._get(r.name, "skill")
+        data = dumps(r.input).encode()
+        return SkillOutput(loads(await self._call(skill, r.time_limit_ms, scope, lambda csi: skill.run(csi, data))))
 
-    async def stream(self, name: Any, input: Any, time_limit_ms: Any = None,
-                     scope: Scope | None = None) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, r: SkillStreamRequest, scope: Scope | None = None) -> AsyncIterator[SkillEvent]:
         """Run a ``@message_stream`` skill: its ``message_begin`` / ``message_append`` /
         ``message_end`` events, each as the skill writes it. Errors (bad input, the skill raising,
         its time limit, a cancel) end the stream."""
         await self._ensure_loaded()
-        skill = self._get(name, "message_stream")
-        data = self._input(input)
+        skill = self._get(r.name, "message_stream")
+        data = dumps(r.input).encode()
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        queue: asyncio.Queue[SkillEvent | None] = asyncio.Queue()
 
-        def emit(event: dict[str, Any]) -> None:
+        def emit(event: SkillEvent) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, event)
 
-        task = asyncio.ensure_future(self._call(skill, time_limit_ms, scope,
+        task = asyncio.ensure_future(self._call(skill, r.time_limit_ms, scope,
                                                 lambda csi: skill.stream(csi, data, emit)))
         task.add_done_callback(lambda _: loop.call_soon_threadsafe(queue.put_nowait, None))
         return self._events(queue, task, scope)
 
-    async def _events(self, queue: asyncio.Queue[dict[str, Any] | None], task: asyncio.Future[None],
-                      scope: Scope | None) -> AsyncIterator[dict[str, Any]]:
+    async def _events(self, queue: asyncio.Queue[SkillEvent | None], task: asyncio.Future[None],
+                      scope: Scope | None) -> AsyncIterator[SkillEvent]:
         try:
             while (event := await queue.get()) is not None:
                 yield event
@@ -271,10 +273,11 @@ class SkillRegistry:
                     self.engine.abort(scope.request_id)
                 task.cancel()
 
-    async def remove(self, name: Any) -> None:
+    async def remove(self, r: SkillName) -> None:
         """Forget a registered skill (built-in examples stay)."""
         await self._ensure_loaded()
-        entry = self._entries.get(name) if isinstance(name, str) else None
+        name = r.name
+        entry = self._entries.get(name)
         if entry is None:
             raise InvalidInputError(f"there is no skill named {name!r}", "name")
         if entry.builtin:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from json import dumps, loads
+from json import dumps
 from typing import Any
 
 from pydantic import BaseModel
@@ -25,6 +25,7 @@ from ..runtime import Runtime
 from ..skills.page_tools import PageCall
 from ..wire import Strict, parse_request
 from .message import decode_message, leading_id
+from .replies import BootTimings
 from .routes import ROUTES, Call, Route
 
 Post = Callable[[str], None]
@@ -50,11 +51,11 @@ class WorkerApp:
         """Runs the page's tools (the worker's JS asks the page); ``None`` in CPython."""
         self._memory = memory
         """Measures the worker's memory (``memory_stats``); ``None`` in CPython."""
-        self.boot_timings: dict[str, float] | None = None
+        self.boot_timings: BootTimings | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     def set_boot_timings(self, raw: str) -> None:
-        self.boot_timings = loads(raw)
+        self.boot_timings = BootTimings.model_validate_json(raw)
 
     def send(self, message: dict[str, Any]) -> None:
         try:
@@ -97,7 +98,7 @@ class WorkerApp:
                           self._progress(request_id))
             call = Call(self.runtime, scope, self.boot_timings, self._call_page, self._memory)
             if route.mode == "control":
-                self.send({"id": request_id, "type": "result", "result": route.handler(call, request)})
+                self.send({"id": request_id, "type": "result", "result": _dump(route.handler(call, request))})
                 return None
         except Exception as exc:  # noqa: BLE001 - everything must reach the page
             self.send({"id": request_id, "type": "error", "error": error_to_dict(exc)})
@@ -116,9 +117,7 @@ class WorkerApp:
                         dumps(chunk, separators=(",", ":"), allow_nan=False)
                     self._post(head + body + "}")
                 result = None
-            elif isinstance(result, BaseModel):
-                result = result.model_dump(mode="json")
-            self.send({"id": request_id, "type": "result", "result": result})
+            self.send({"id": request_id, "type": "result", "result": _dump(result)})
         except BaseException as exc:  # noqa: BLE001 - everything must reach the page
             self.send({"id": request_id, "type": "error", "error": error_to_dict(exc)})
             if isinstance(exc, asyncio.CancelledError):
@@ -129,3 +128,8 @@ class WorkerApp:
 
     def _progress(self, request_id: Any) -> Callable[[dict[str, Any]], None]:
         return lambda p: self.send({"id": request_id, "type": "progress", "progress": p})
+
+
+def _dump(result: Any) -> Any:
+    """A handler's reply model as the page receives it (its JSON value)."""
+    return result.model_dump(mode="json") if isinstance(result, BaseModel) else result

@@ -3,21 +3,20 @@ to the engine's placement."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..core.aliases import MODEL_ID
 from ..core.engine import Engine
 from ..errors import InvalidInputError, NotSupportedError
 from ..servers import Endpoint, ServerModel, ServerPlacement, check_server_url
+from .replies import ConfiguredRemoteModel, ConfiguredRemoteModels
 from .requests import RemoteModelSpec, RemotesRequest
 
 
-async def set_remotes(engine: Engine, r: RemotesRequest) -> list[dict[str, Any]]:
+async def set_remotes(engine: Engine, r: RemotesRequest) -> ConfiguredRemoteModels:
     """Replace the servers' configuration; the models configured, with where each is served."""
     placement = engine.servers
     if not isinstance(placement, ServerPlacement):
         if not r.remotes:
-            return []
+            return ConfiguredRemoteModels([])
         raise NotSupportedError("this engine has no HTTP client to reach servers with", "remotes")
     models: dict[str, ServerModel] = {}
     for i, server in enumerate(r.remotes):
@@ -36,5 +35,6 @@ async def set_remotes(engine: Engine, r: RemotesRequest) -> list[dict[str, Any]]
                 raise InvalidInputError("`server_model` must be 1 to 500 characters", f"{param}.server_model")
             models[spec.id] = ServerModel(spec.id, endpoint, name, spec.policy)
     placement.set(list(models.values()))
-    return [{"id": m.model_id, "base_url": m.endpoint.base_url, "server_model": m.server_model, "policy": m.policy}
-            for m in models.values()]
+    return ConfiguredRemoteModels([ConfiguredRemoteModel(id=m.model_id, base_url=m.endpoint.base_url,
+                                                         server_model=m.server_model, policy=m.policy)
+                                   for m in models.values()])

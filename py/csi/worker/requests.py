@@ -1,5 +1,5 @@
-"""The bodies of the worker's own messages (loading, skills, cancelling); the faces' messages carry
-the faces' request models."""
+"""The bodies of the worker's own messages (loading, tools, aliases, remotes, cancelling); the
+faces' messages carry the faces' request models, the skill messages those of ``csi.skills.wire``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from typing import Annotated, Literal
 from pydantic import Field, JsonValue
 
 from ..wire import Strict
+
+Device = Literal["wasm", "webgpu", "auto"]
+DEFAULT_DEVICE: Device = "wasm"
 
 
 class RemoteModelSpec(Strict):
@@ -35,55 +38,12 @@ class LoadRequest(Strict):
     """``load``: these models (one id or several), unloading the others."""
 
     model_ids: str | list[str]
-    device: Literal["wasm", "webgpu", "auto"] | None = None
-    """Where the models run (``None``: WASM)."""
+    device: Device | None = DEFAULT_DEVICE
+    """Where the models run (``None``: the default, WASM)."""
     hub: str | None = None
     """The base URL of a Hugging Face Hub mirror for models that are not built in."""
     remotes: list[RemoteServer] | None = None
     """Servers of remote models, set (as by ``set_remotes``) before the load (``None``: as they are)."""
-
-
-class SkillName(Strict):
-    """``skills_metadata``, ``skills_remove``: the skill's name."""
-
-    name: str
-
-
-class SkillRegisterRequest(Strict):
-    """``skills_register``: a skill's Python source, kept under ``name``."""
-
-    name: str
-    source: str
-    time_limit_ms: float | None = None
-    """How long the module may take to load (``None``: no limit)."""
-
-
-class SkillRunRequest(Strict):
-    """``skills_run``: run the skill ``name`` on ``input``."""
-
-    name: str
-    input: JsonValue = None
-    time_limit_ms: float | None = None
-    """How long the skill may run, from its start (``None``: no limit)."""
-
-
-class SkillStreamRequest(Strict):
-    """``skills_stream``: run the ``@message_stream`` skill ``name`` on ``input``, pushing its events."""
-
-    name: str
-    input: JsonValue = None
-    time_limit_ms: float | None = None
-    """How long the skill may run, from its start (``None``: no limit)."""
-
-
-class SkillEvent(Strict):
-    """One item a streaming skill wrote: ``message_begin`` (with ``role``), ``message_append``
-    (with ``text``) or ``message_end`` (with ``payload``, the skill's end payload as JSON)."""
-
-    type: Literal["message_begin", "message_append", "message_end"]
-    role: str | None = None
-    text: str | None = None
-    payload: JsonValue = None
 
 
 class ModelAliasesRequest(Strict):

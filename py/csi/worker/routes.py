@@ -1,8 +1,10 @@
-"""The worker's message types, declared once: type -> handler, mode and request model. Every page
-message is ``{id, type, request}``; the envelope (``csi.worker.app``) parses ``request`` as the
-route's model, once, and hands the handler that typed model. worker/protocol.js declares the same
-types and modes, and worker/wire_types.d.ts (generated from these models by
-``buildtools/codegen/wire_types.py``) their bodies; tests check that all three agree.
+"""The worker's message types, declared once: type -> handler, mode, request model and reply model.
+Every page message is ``{id, type, request}``; the envelope (``csi.worker.app``) parses ``request`` as
+the route's model, once, and hands the handler that typed model; the handler answers with the
+route's reply model (a stream: with its chunk model), which the envelope dumps for the page.
+``route`` and ``streamed`` make mypy hold each handler to its route's models. worker/wire_types.d.ts
+(every body and reply) and the message types and modes of worker/protocol.js are generated from
+this table by ``buildtools/codegen/wire_types.py``; tests check that they are current.
 
 Modes: ``whole`` answers with one ``result``; ``stream`` answers with one ``chunk`` message per
 chunk and then ``result: null`` when the handler returns an async iterator (``stream: true``), or
@@ -14,9 +16,9 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel
 
@@ -29,18 +31,36 @@ from ..faces.openai import serving as openai
 from ..faces.pharia import index, inference, text
 from ..index import types as index_types
 from ..skills.page_tools import PageCall, page_invoker
-from ..wire import parse_batch, parse_request
+from ..skills.wire import (
+    SkillEvent,
+    SkillInfo,
+    SkillList,
+    SkillMetadata,
+    SkillName,
+    SkillOutput,
+    SkillRegisterRequest,
+    SkillRunRequest,
+    SkillStreamRequest,
+)
+from ..wire import NULL, Null, parse_batch, parse_request
 from . import remotes
+from .replies import (
+    BootTimings,
+    BootTimingsReply,
+    ConfiguredRemoteModels,
+    LoadedModel,
+    LoadResult,
+    MemoryStats,
+    ModelAliases,
+    ToolDescription,
+    ToolDescriptions,
+)
 from .requests import (
+    DEFAULT_DEVICE,
     CancelRequest,
     LoadRequest,
     ModelAliasesRequest,
     RemotesRequest,
-    SkillEvent,
-    SkillName,
-    SkillRegisterRequest,
-    SkillRunRequest,
-    SkillStreamRequest,
     ToolName,
     ToolRegisterRequest,
 )
@@ -58,7 +78,7 @@ class Call:
 
     runtime: Runtime
     scope: Scope
-    boot_timings: dict[str, float] | None = None
+    boot_timings: BootTimings | None = None
     call_page: PageCall | None = None
     """Runs a tool the page registered (``None``: no page, as in CPython)."""
     memory: Callable[[], dict[str, Any]] | None = None
@@ -74,17 +94,17 @@ class Call:
 class Route:
     """How one message type is served. ``request`` is the body's model (``None``: the message has
     no body); a ``batch`` body is a JSON array, validated as the model's field of that name (so
-    field paths read ``requests[i]...``); an ``optional`` body may be left out (it reads as ``{}``)."""
+    field paths read ``requests[i]...``); an ``optional`` body may be left out (it reads as ``{}``).
+    ``reply`` is the result's model, ``chunk`` each streamed chunk's (the page's types come from
+    them). Made by ``route`` or ``streamed``, which check the handler against them."""
 
     handler: Callable[[Call, Any], Any]
     mode: Mode
     request: type[BaseModel] | None = None
     batch: str | None = None
     optional: bool = False
-    reply: type[BaseModel] | None = None
-    """The result's model, where the handler answers with one (the page's types come from it)."""
-    chunk: type[BaseModel] | None = None
-    """Each streamed chunk's model."""
+    reply: type[BaseModel] = field(default=Null, kw_only=True)
+    chunk: type[BaseModel] | None = field(default=None, kw_only=True)
 
     def parse(self, kind: str, body: Any, present: bool) -> Any:
         """The typed request of a message whose ``request`` is ``body`` (``present``: the key was sent)."""
@@ -99,113 +119,172 @@ class Route:
         return parse_request(self.request, body)
 
 
-async def _load(c: Call, r: LoadRequest) -> dict[str, Any]:
+Q = TypeVar("Q", bound=BaseModel)
+R = TypeVar("R", bound=BaseModel)
+C = TypeVar("C", bound=BaseModel)
+
+
+@overload
+def route(handler: Callable[[Call, None], Awaitable[R] | R], mode: Mode, request: None, *,
+          reply: type[R]) -> Route: ...
+
+
+@overload
+def route(handler: Callable[[Call, Q], Awaitable[R] | R], mode: Mode, request: type[Q], *, reply: type[R],
+          batch: str | None = None, optional: bool = False) -> Route: ...
+
+
+def route(handler: Callable[[Call, Any], Any], mode: Mode, request: type[BaseModel] | None, *,
+          reply: type[BaseModel], batch: str | None = None, optional: bool = False) -> Route:
+    """A route whose handler takes ``request``'s model (``None``: nothing) and answers ``reply``'s."""
+    return Route(handler, mode, request, batch, optional, reply=reply)
+
+
+def streamed(handler: Callable[[Call, Q], Awaitable[R | AsyncIterator[C]]], request: type[Q], *, reply: type[R],
+             chunk: type[C]) -> Route:
+    """A ``stream`` route: its handler answers ``reply``'s model, or streams ``chunk``'s."""
+    return Route(handler, "stream", request, reply=reply, chunk=chunk)
+
+
+async def _load(c: Call, r: LoadRequest) -> LoadResult:
     """``load``: one model id or several, loaded together (replacing the others)."""
     started = time.perf_counter()
     if r.remotes is not None:
         await remotes.set_remotes(c.runtime.engine, RemotesRequest(remotes=r.remotes))
     ids = [r.model_ids] if isinstance(r.model_ids, str) else r.model_ids
-    infos = await c.runtime.engine.load(ids, r.device or "wasm", c.progress, r.hub)
-    return {"models": [vars(i) for i in infos], "load_s": time.perf_counter() - started}
+    infos = await c.runtime.engine.load(ids, r.device or DEFAULT_DEVICE, c.progress, r.hub)
+    return LoadResult(models=[LoadedModel.model_validate(i) for i in infos], load_s=time.perf_counter() - started)
 
 
-async def _register_tool(c: Call, r: ToolRegisterRequest) -> dict[str, Any]:
+async def _register_tool(c: Call, r: ToolRegisterRequest) -> ToolDescription:
     """``tools_register``: the page keeps the function; calls reach it through ``c.call_page``.
     Schemas are compiled with fastjsonschema, which the worker fetches the first time."""
     await c.runtime.skills.store.load_packages(["fastjsonschema"])
-    return c.runtime.tools.register(r.model_dump(), page_invoker(c.call_page, r.name)).to_dict()
+    spec = c.runtime.tools.register(r.model_dump(), page_invoker(c.call_page, r.name))
+    return ToolDescription.model_validate(spec.to_dict())
 
 
-async def _set_aliases(c: Call, r: ModelAliasesRequest) -> dict[str, str]:
+async def _set_aliases(c: Call, r: ModelAliasesRequest) -> ModelAliases:
     """``set_model_aliases``: other names for loaded models (replacing those set before)."""
-    return c.runtime.engine.aliases.set(r.aliases)
+    return ModelAliases(c.runtime.engine.aliases.set(r.aliases))
 
 
-async def _remove_tool(c: Call, r: ToolName) -> None:
+async def _remove_tool(c: Call, r: ToolName) -> Null:
     c.runtime.tools.remove(r.name)
+    return NULL
 
 
-async def _list_tools(c: Call, _: None) -> list[dict[str, Any]]:
-    return [spec.to_dict() for spec in c.runtime.tools.list()]
+async def _list_tools(c: Call, _: None) -> ToolDescriptions:
+    return ToolDescriptions([ToolDescription.model_validate(spec.to_dict()) for spec in c.runtime.tools.list()])
 
 
-def _memory_stats(c: Call) -> dict[str, Any]:
+async def _remove_skill(c: Call, r: SkillName) -> Null:
+    await c.runtime.skills.remove(r)
+    return NULL
+
+
+async def _reset_chat(c: Call, _: None) -> Null:
+    await c.runtime.engine.reset_chat()
+    return NULL
+
+
+async def _unload(c: Call, _: None) -> Null:
+    await c.runtime.engine.unload()
+    return NULL
+
+
+def _cancel(c: Call, r: CancelRequest) -> Null:
+    c.runtime.engine.abort(str(r.target))
+    return NULL
+
+
+def _interrupt(c: Call, _: None) -> Null:
+    c.runtime.engine.interrupt()
+    return NULL
+
+
+def _memory_stats(c: Call, _: None) -> MemoryStats:
     """``memory_stats``: the worker's own figures (its JS: WebAssembly memories, GPU buffers, models)
     and how many objects Python's garbage collector tracks, which, unlike the wasm memory they live
     in, falls again when they are freed (Pyodide has no pymalloc, so no count of memory blocks)."""
-    return {**(c.memory() if c.memory is not None else {}), "python_objects": len(gc.get_objects())}
+    return MemoryStats.model_validate({**(c.memory() if c.memory is not None else {}),
+                                       "python_objects": len(gc.get_objects())})
 
 
 ROUTES: dict[str, Route] = {
-    "load": Route(_load, "progress", LoadRequest),
+    "load": route(_load, "progress", LoadRequest, reply=LoadResult),
     # OpenAI / WebLLM (seed 004)
-    "chat": Route(lambda c, r: openai.create_chat_completion(c.runtime.engine, r, c.scope), "stream",
-                  openai_protocol.ChatCompletionRequest, reply=responses.ChatCompletion,
-                  chunk=responses.ChatCompletionChunk),
-    "completion": Route(lambda c, r: openai.create_completion(c.runtime.engine, r, c.scope), "stream",
-                        openai_protocol.CompletionRequest, reply=responses.Completion, chunk=responses.Completion),
-    "embeddings": Route(lambda c, r: openai.embeddings(c.runtime.engine, r, c.scope), "whole",
+    "chat": streamed(lambda c, r: openai.create_chat_completion(c.runtime.engine, r, c.scope),
+                     openai_protocol.ChatCompletionRequest, reply=responses.ChatCompletion,
+                     chunk=responses.ChatCompletionChunk),
+    "completion": streamed(lambda c, r: openai.create_completion(c.runtime.engine, r, c.scope),
+                           openai_protocol.CompletionRequest, reply=responses.Completion, chunk=responses.Completion),
+    "embeddings": route(lambda c, r: openai.embeddings(c.runtime.engine, r, c.scope), "whole",
                         openai_protocol.EmbeddingRequest, reply=responses.CreateEmbeddingResponse),
     # the Prompt API facade (web/prompt_api.js): a conversation's tokens, nothing generated
-    "chat_tokens": Route(lambda c, r: chat_tokens.chat_tokens(c.runtime.engine, r, c.scope), "whole",
+    "chat_tokens": route(lambda c, r: chat_tokens.chat_tokens(c.runtime.engine, r, c.scope), "whole",
                          chat_tokens.ChatTokensRequest, reply=chat_tokens.ChatTokens),
     # CSI inference, chunking, language, document index (seed 001)
-    "csi_complete": Route(lambda c, r: inference.complete(c.runtime.engine, r, c.scope), "whole",
-                          inference.CompleteBatch, "requests"),
-    "csi_chat": Route(lambda c, r: inference.chat(c.runtime.engine, r, c.scope), "whole", inference.ChatBatch,
-                      "requests"),
-    "csi_chunk": Route(lambda c, r: text.chunk(c.runtime.text, r), "whole", text.ChunkBatch, "requests"),
-    "csi_chunk_with_offsets": Route(lambda c, r: text.chunk_with_offsets(c.runtime.text, r), "whole",
-                                    text.ChunkWithOffsetBatch, "requests"),
-    "csi_select_language": Route(lambda c, r: text.select_language(c.runtime.text, r), "whole",
-                                 text.SelectLanguageBatch, "requests"),
-    "csi_search": Route(lambda c, r: index.search(c.runtime.index, r, c.scope), "whole", index_types.SearchBatch,
-                        "requests"),
-    "csi_documents": Route(lambda c, r: index.documents(c.runtime.index, r), "whole", index_types.PathBatch,
-                           "requests"),
-    "csi_document_metadata": Route(lambda c, r: index.document_metadata(c.runtime.index, r), "whole",
-                                   index_types.PathBatch, "requests"),
+    "csi_complete": route(lambda c, r: inference.complete(c.runtime.engine, r, c.scope), "whole",
+                          inference.CompleteBatch, batch="requests", reply=inference.CsiCompletions),
+    "csi_chat": route(lambda c, r: inference.chat(c.runtime.engine, r, c.scope), "whole", inference.ChatBatch,
+                      batch="requests", reply=inference.CsiChatResponses),
+    "csi_chunk": route(lambda c, r: text.chunk(c.runtime.text, r), "whole", text.ChunkBatch, batch="requests",
+                       reply=text.ChunkResults),
+    "csi_chunk_with_offsets": route(lambda c, r: text.chunk_with_offsets(c.runtime.text, r), "whole",
+                                    text.ChunkWithOffsetBatch, batch="requests", reply=text.ChunkWithOffsetResults),
+    "csi_select_language": route(lambda c, r: text.select_language(c.runtime.text, r), "whole",
+                                 text.SelectLanguageBatch, batch="requests", reply=text.LanguageResults),
+    "csi_search": route(lambda c, r: index.search(c.runtime.index, r, c.scope), "whole", index_types.SearchBatch,
+                        batch="requests", reply=index_types.SearchResults),
+    "csi_documents": route(lambda c, r: index.documents(c.runtime.index, r), "whole", index_types.PathBatch,
+                           batch="requests", reply=index_types.Documents),
+    "csi_document_metadata": route(lambda c, r: index.document_metadata(c.runtime.index, r), "whole",
+                                   index_types.PathBatch, batch="requests", reply=index_types.DocumentMetadata),
     # the document index's writes
-    "index_create": Route(lambda c, r: index.create(c.runtime.index, r, c.scope), "progress",
-                          index_types.CreateIndex),
-    "index_put": Route(lambda c, r: index.put(c.runtime.index, r, c.scope), "progress",
-                       index_types.DocumentBatch, "documents"),
-    "index_delete": Route(lambda c, r: index.delete(c.runtime.index, r), "whole", index_types.PathBatch, "requests"),
-    "index_list": Route(lambda c, r: index.list_(c.runtime.index, r), "whole", index_types.ListRequest,
-                        optional=True),
-    "index_drop": Route(lambda c, r: index.drop(c.runtime.index, r), "whole", index_types.CollectionRef),
+    "index_create": route(lambda c, r: index.create(c.runtime.index, r, c.scope), "progress",
+                          index_types.CreateIndex, reply=index_types.IndexCreated),
+    "index_put": route(lambda c, r: index.put(c.runtime.index, r, c.scope), "progress",
+                       index_types.DocumentBatch, batch="documents", reply=index_types.PutResult),
+    "index_delete": route(lambda c, r: index.delete(c.runtime.index, r), "whole", index_types.PathBatch,
+                          batch="requests", reply=index_types.Deleted),
+    "index_list": route(lambda c, r: index.list_(c.runtime.index, r), "whole", index_types.ListRequest,
+                        optional=True, reply=index_types.Collections),
+    "index_drop": route(lambda c, r: index.drop(c.runtime.index, r), "whole", index_types.CollectionRef,
+                        reply=index_types.Dropped),
     # Spin llm (seeds 000 + 002) and RemoteLLM (seed 003)
-    "llm_infer": Route(lambda c, r: spin.infer(c.runtime.engine, r, c.scope), "whole", spin.InferRequest),
-    "llm_embeddings": Route(lambda c, r: spin.generate_embeddings(c.runtime.engine, r, c.scope), "whole",
-                            spin.EmbeddingsRequest),
-    "remote_generate": Route(lambda c, r: remote_llm.generate(c.runtime.engine, r, c.scope), "whole",
-                             remote_llm.GenerateRequest),
-    "remote_llm_type": Route(lambda c, r: remote_llm.llm_type(c.runtime.engine, r), "whole",
-                             remote_llm.LlmTypeRequest),
-    "remote_guts": Route(lambda c, r: remote_llm.generational_guts(c.runtime.engine, r, c.scope), "whole",
-                         remote_llm.GenerationalGutsRequest),
+    "llm_infer": route(lambda c, r: spin.infer(c.runtime.engine, r, c.scope), "whole", spin.InferRequest,
+                       reply=spin.InferencingResult),
+    "llm_embeddings": route(lambda c, r: spin.generate_embeddings(c.runtime.engine, r, c.scope), "whole",
+                            spin.EmbeddingsRequest, reply=spin.EmbeddingsResult),
+    "remote_generate": route(lambda c, r: remote_llm.generate(c.runtime.engine, r, c.scope), "whole",
+                             remote_llm.GenerateRequest, reply=remote_llm.GenerateResponse),
+    "remote_llm_type": route(lambda c, r: remote_llm.llm_type(c.runtime.engine, r), "whole",
+                             remote_llm.LlmTypeRequest, reply=remote_llm.LlmTypeResponse),
+    "remote_guts": route(lambda c, r: remote_llm.generational_guts(c.runtime.engine, r, c.scope), "whole",
+                         remote_llm.GenerationalGutsRequest, reply=remote_llm.GenerationalGutsResponse),
     # skills
-    "skills_register": Route(lambda c, r: c.runtime.skills.register(r.name, r.source, r.time_limit_ms, c.scope),
-                             "whole", SkillRegisterRequest),
-    "skills_list": Route(lambda c, _: c.runtime.skills.list(), "whole"),
-    "skills_metadata": Route(lambda c, r: c.runtime.skills.metadata(r.name), "whole", SkillName),
-    "skills_run": Route(lambda c, r: c.runtime.skills.run(r.name, r.input, r.time_limit_ms, c.scope), "whole",
-                        SkillRunRequest),
-    "skills_stream": Route(lambda c, r: c.runtime.skills.stream(r.name, r.input, r.time_limit_ms, c.scope), "stream",
-                           SkillStreamRequest, chunk=SkillEvent),
-    "skills_remove": Route(lambda c, r: c.runtime.skills.remove(r.name), "whole", SkillName),
-    "set_model_aliases": Route(_set_aliases, "whole", ModelAliasesRequest),
-    "set_remotes": Route(lambda c, r: remotes.set_remotes(c.runtime.engine, r), "whole", RemotesRequest),
+    "skills_register": route(lambda c, r: c.runtime.skills.register(r, c.scope), "whole", SkillRegisterRequest,
+                             reply=SkillInfo),
+    "skills_list": route(lambda c, _: c.runtime.skills.list(), "whole", None, reply=SkillList),
+    "skills_metadata": route(lambda c, r: c.runtime.skills.metadata(r), "whole", SkillName, reply=SkillMetadata),
+    "skills_run": route(lambda c, r: c.runtime.skills.run(r, c.scope), "whole", SkillRunRequest, reply=SkillOutput),
+    "skills_stream": streamed(lambda c, r: c.runtime.skills.stream(r, c.scope), SkillStreamRequest, reply=Null,
+                              chunk=SkillEvent),
+    "skills_remove": route(_remove_skill, "whole", SkillName, reply=Null),
+    "set_model_aliases": route(_set_aliases, "whole", ModelAliasesRequest, reply=ModelAliases),
+    "set_remotes": route(lambda c, r: remotes.set_remotes(c.runtime.engine, r), "whole", RemotesRequest,
+                         reply=ConfiguredRemoteModels),
     # tools the page provides, which skills call
-    "tools_register": Route(_register_tool, "whole", ToolRegisterRequest),
-    "tools_list": Route(_list_tools, "whole"),
-    "tools_remove": Route(_remove_tool, "whole", ToolName),
+    "tools_register": route(_register_tool, "whole", ToolRegisterRequest, reply=ToolDescription),
+    "tools_list": route(_list_tools, "whole", None, reply=ToolDescriptions),
+    "tools_remove": route(_remove_tool, "whole", ToolName, reply=Null),
     # engine state
-    "reset_chat": Route(lambda c, _: c.runtime.engine.reset_chat(), "whole"),
-    "unload": Route(lambda c, _: c.runtime.engine.unload(), "whole"),
+    "reset_chat": route(_reset_chat, "whole", None, reply=Null),
+    "unload": route(_unload, "whole", None, reply=Null),
     # control
-    "cancel": Route(lambda c, r: c.runtime.engine.abort(str(r.target)), "control", CancelRequest),
-    "interrupt": Route(lambda c, _: c.runtime.engine.interrupt(), "control"),
-    "boot_timings": Route(lambda c, _: c.boot_timings, "control"),
-    "memory_stats": Route(lambda c, _: _memory_stats(c), "control"),
+    "cancel": route(_cancel, "control", CancelRequest, reply=Null),
+    "interrupt": route(_interrupt, "control", None, reply=Null),
+    "boot_timings": route(lambda c, _: BootTimingsReply(c.boot_timings), "control", None, reply=BootTimingsReply),
+    "memory_stats": route(_memory_stats, "control", None, reply=MemoryStats),
 }

@@ -4,9 +4,9 @@ chats through the model's chat template, batches in, results in request order.""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import Field, RootModel
 
 from ...core.engine import Engine
 from ...core.generation import ChoiceResult, Generation
@@ -14,7 +14,7 @@ from ...core.grammar import Grammar
 from ...core.request import ChatMessage, GenerationParams, GenerationRequest, SamplingParams, ToolCall
 from ...core.scope import Scope
 from ...errors import blame
-from ...wire import Strict
+from ...wire import Reply, Strict
 from ..structured import (
     ChatCompletionTool,
     FunctionDefinition,
@@ -157,54 +157,114 @@ class ChatBatch(Strict):
     requests: list[ChatRequest]
 
 
-def _result(gen: Generation, r: ChoiceResult, logprobs: Logprobs, called: bool) -> dict[str, Any]:
-    def lp(token: int, value: float) -> dict[str, Any]:
-        return {"token": list(gen.token_bytes(token)), "logprob": value}
+R = TypeVar("R", CompletionRequest, ChatRequest)
+T = TypeVar("T")
 
-    distributions = [] if logprobs == "no" else [
-        {"sampled": lp(s.token, s.logprob or 0.0),
-         "top": [lp(t, v) for t, v in s.top] if isinstance(logprobs, TopLogprobs) else []}
+
+class Logprob(Reply):
+    """A token (its bytes: ``list<u8>``) and its log-probability."""
+
+    token: list[int]
+    logprob: float
+
+
+class Distribution(Reply):
+    """The sampled token and, when asked for (``top``), the likeliest ones."""
+
+    sampled: Logprob
+    top: list[Logprob]
+
+
+class TokenUsage(Reply):
+    prompt: int
+    completion: int
+
+
+class CsiCompletion(Reply):
+    """``inference.complete``'s result of one request."""
+
+    text: str
+    finish_reason: str
+    """stop, length, or abort (the seed's enum has no word for a cut generation)."""
+    logprobs: list[Distribution]
+    usage: TokenUsage
+
+
+class CsiMessage(Reply):
+    """The assistant's message; ``tool_calls`` only when it called tools (pharia:skill@0.4)."""
+
+    role: Literal["assistant"] = "assistant"
+    content: str | None
+    tool_calls: list[MessageToolCall] | None = None
+
+
+class CsiChatResponse(Reply):
+    """``inference.chat``'s result of one request."""
+
+    message: CsiMessage
+    finish_reason: str
+    """stop, length, abort, or tool_calls."""
+    logprobs: list[Distribution]
+    usage: TokenUsage
+
+
+class CsiCompletions(RootModel[list[CsiCompletion]]):
+    """A completion per request, in request order."""
+
+
+class CsiChatResponses(RootModel[list[CsiChatResponse]]):
+    """A chat response per request, in request order."""
+
+
+def _distributions(gen: Generation, r: ChoiceResult, logprobs: Logprobs) -> list[Distribution]:
+    def lp(token: int, value: float) -> Logprob:
+        return Logprob(token=list(gen.token_bytes(token)), logprob=value)
+
+    return [] if logprobs == "no" else [
+        Distribution(sampled=lp(s.token, s.logprob or 0.0),
+                     top=[lp(t, v) for t, v in s.top] if isinstance(logprobs, TopLogprobs) else [])
         for s in r.steps]
+
+
+def _finish(r: ChoiceResult, called: bool) -> str:
     # the seed's enum (stop, length, content-filter) has no word for a cut generation; "abort", as
     # WebLLM and the OpenAI face say it, rather than "stop", which would claim a natural end
     finish: str = str(r.stats.finish_reason)
-    if called and finish == "stop":
-        finish = "tool_calls"
-    return {
-        "finish_reason": finish,
-        "logprobs": distributions,
-        "usage": {"prompt": r.stats.prompt_tokens, "completion": r.stats.completion_tokens},
-    }
+    return "tool_calls" if called and finish == "stop" else finish
 
 
-async def _each(engine: Engine, requests: Sequence[CompletionRequest | ChatRequest], scope: Scope | None,
-                key: str, body: Callable[[Generation, ChoiceResult], tuple[Any, bool]]) -> list[dict[str, Any]]:
-    """Run the requests one after the other; each result is ``{key: value, ...the rest}`` where
-    ``body`` gives the value and whether tools were called."""
+def _usage(r: ChoiceResult) -> TokenUsage:
+    return TokenUsage(prompt=r.stats.prompt_tokens, completion=r.stats.completion_tokens)
+
+
+async def _each(engine: Engine, requests: Sequence[R], scope: Scope | None,
+                answer: Callable[[Generation, ChoiceResult, R], T]) -> list[T]:
+    """Run the requests one after the other; ``answer`` makes each one's result."""
     out = []
     for i, req in enumerate(requests):
         with blame(f"requests[{i}]"):
             gen = engine.generate(req.to_generation_request(), scope)
             [r] = await gen.collect()
-        value, called = body(gen, r)
-        out.append({key: value, **_result(gen, r, req.params.logprobs, called)})
+        out.append(answer(gen, r, req))
     return out
 
 
-async def complete(engine: Engine, batch: CompleteBatch, scope: Scope | None = None) -> list[dict[str, Any]]:
+async def complete(engine: Engine, batch: CompleteBatch, scope: Scope | None = None) -> CsiCompletions:
     """``inference.complete``: raw prompts (no chat template), results in request order."""
-    return await _each(engine, batch.requests, scope, "text", lambda _, r: (r.text, False))
+    return CsiCompletions(await _each(engine, batch.requests, scope, lambda gen, r, req: CsiCompletion(
+        text=r.text, finish_reason=_finish(r, False), logprobs=_distributions(gen, r, req.params.logprobs),
+        usage=_usage(r))))
 
 
-async def chat(engine: Engine, batch: ChatBatch, scope: Scope | None = None) -> list[dict[str, Any]]:
+async def chat(engine: Engine, batch: ChatBatch, scope: Scope | None = None) -> CsiChatResponses:
     """``inference.chat``: messages through the model's chat template, results in request order."""
-    return await _each(engine, batch.requests, scope, "message", _message)
+    return CsiChatResponses(await _each(engine, batch.requests, scope, _chat_response))
 
 
-def _message(gen: Generation, r: ChoiceResult) -> tuple[dict[str, Any], bool]:
+def _chat_response(gen: Generation, r: ChoiceResult, req: ChatRequest) -> CsiChatResponse:
     """The assistant's message; with tool calls (pharia:skill@0.4) their id, name and arguments."""
     content, calls = gen.reply(r)
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if calls:
-        message["tool_calls"] = [{"id": cid, "name": name, "arguments": args} for cid, name, args in calls]
-    return message, bool(calls)
+    message = CsiMessage(content=content) if not calls else CsiMessage(content=content, tool_calls=[
+        MessageToolCall(id=cid, name=name, arguments=args) for cid, name, args in calls])
+    return CsiChatResponse(message=message, finish_reason=_finish(r, bool(calls)),
+                           logprobs=_distributions(gen, r, req.params.logprobs), usage=_usage(r))

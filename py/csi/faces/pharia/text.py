@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
-from pydantic import Field
+from pydantic import Field, RootModel
 
 from ...errors import blame
-from ...wire import Strict
+from ...wire import Reply, Strict
 
 if TYPE_CHECKING:
     from ...text.services import TextServices
@@ -46,18 +46,38 @@ class SelectLanguageBatch(Strict):
     requests: list[SelectLanguageRequest]
 
 
+class ChunkResults(RootModel[list[list[str]]]):
+    """Each text's chunks, in request order."""
+
+
+class ChunkWithOffset(Reply):
+    text: str
+    byte_offset: int
+    """Where the chunk starts in the text's UTF-8 bytes."""
+    character_offset: int | None
+    """Where it starts in the text's code points (``None`` unless ``character_offsets``)."""
+
+
+class ChunkWithOffsetResults(RootModel[list[list[ChunkWithOffset]]]):
+    """Each text's chunks with their offsets, in request order."""
+
+
+class LanguageResults(RootModel[list[str | None]]):
+    """An ISO 639-3 code per request, or ``None`` when unclear."""
+
+
 async def _chunks(text: TextServices, req: ChunkRequest, i: int) -> list[tuple[int, str]]:
     p = req.params
     with blame(f"requests[{i}].params"):
         return await text.chunk(req.text, p.model, p.max_tokens, p.overlap)
 
 
-async def chunk(text: TextServices, batch: ChunkBatch) -> list[list[str]]:
+async def chunk(text: TextServices, batch: ChunkBatch) -> ChunkResults:
     """``chunking.chunk``: each text's chunks, trimmed of surrounding whitespace."""
-    return [[c for _, c in await _chunks(text, req, i)] for i, req in enumerate(batch.requests)]
+    return ChunkResults([[c for _, c in await _chunks(text, req, i)] for i, req in enumerate(batch.requests)])
 
 
-async def chunk_with_offsets(text: TextServices, batch: ChunkWithOffsetBatch) -> list[list[dict[str, Any]]]:
+async def chunk_with_offsets(text: TextServices, batch: ChunkWithOffsetBatch) -> ChunkWithOffsetResults:
     """``chunking.chunk-with-offsets``: chunks with their UTF-8 byte offset and, if asked for,
     character (code point) offset into the text."""
     out = []
@@ -68,16 +88,16 @@ async def chunk_with_offsets(text: TextServices, batch: ChunkWithOffsetBatch) ->
         for offset, piece in chunks:
             done_bytes += len(source[done_chars:offset].encode("utf-8", "surrogatepass"))
             done_chars = offset
-            items.append({"text": piece, "byte_offset": done_bytes,
-                          "character_offset": offset if req.character_offsets else None})
+            items.append(ChunkWithOffset(text=piece, byte_offset=done_bytes,
+                                         character_offset=offset if req.character_offsets else None))
         out.append(items)
-    return out
+    return ChunkWithOffsetResults(out)
 
 
-async def select_language(text: TextServices, batch: SelectLanguageBatch) -> list[str | None]:
+async def select_language(text: TextServices, batch: SelectLanguageBatch) -> LanguageResults:
     """``language.select-language``: an ISO 639-3 code per request, or ``None`` when unclear."""
     out = []
     for i, req in enumerate(batch.requests):
         with blame(f"requests[{i}]"):
             out.append(await text.select_language(req.text, req.languages))
-    return out
+    return LanguageResults(out)
