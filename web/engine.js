@@ -13,7 +13,7 @@
 
 import { ChatStates } from "./chat_state.js";
 import { EngineError } from "./engine_error.js";
-import { remotesWire } from "./client/remotes.js";
+import { remotesWire } from "./client/servers.js";
 import { deadline, settleOnly } from "./client/calls.js";
 import { csiApi } from "./client/csi_api.js";
 import { indexApi } from "./client/index_api.js";
@@ -73,7 +73,7 @@ import { workerUrl } from "./runtime_base.js";
  *   `runtimeUrl` (`CreateMLCEngine`, `MLCEngine`): the folder of csi-web's worker/, vendor/, wheels/
  *   (default: this package's, or where csi-web/vite copied them). `modelsUrl`: the same-origin folder
  *   with models.json (default: models/ next to the page, then the runtime's; then the Hub).
- * @typedef {import("./client/remotes.js").RemoteServer} RemoteServer
+ * @typedef {import("./client/servers.js").RemoteServer} RemoteServer
  * @typedef {{model_list?: Array<{model_id: string, model?: string, [k: string]: unknown}>,
  *            useIndexedDBCache?: boolean, [k: string]: unknown}} AppConfig
  *   WebLLM's app config: only what csi-web can use of it is used (see `setAppConfig`).

@@ -23,6 +23,7 @@ SHIPPED = {
     "worker/routes.py": "message type -> handler, mode and request model",
     "worker/requests.py": "the bodies of the worker's own messages",
     "worker/remotes.py": "the page's servers of remote models",
+    "worker/replies.py": "the replies of the worker's own messages",
     # the Pyodide backend, over the JS bridges
     "backends/__init__.py": "the backends' package",
     "backends/pyodide/__init__.py": "the worker's Backend, Host and IndexStore",
@@ -94,6 +95,7 @@ SHIPPED = {
     "index/types.py": "the index's request shapes",
     # skills
     "skills/__init__.py": "the skills' package",
+    "skills/wire.py": "the replies of the skills routes",
     "skills/engine_csi.py": "pharia-skill's Csi served by the engine",
     "skills/imports.py": "which modules a skill may import",
     "skills/interrupts.py": "a skill's time limit and interrupts",

@@ -206,7 +206,7 @@ class SkillRegistry:
                           for name, e in sorted(self._entries.items())])
 
     async def metadata(self, r: SkillName) -> SkillMetadata:
-        """Seed 001 ``metadata``: description and JSON schemas (as JSON values)."""
+        """The pharia:skill handler's ``metadata``: description and JSON schemas (as JSON values)."""
         await self._ensure_loaded()
         return SkillMetadata.model_validate(self._get(r.name).metadata())
 
@@ -235,7 +235,7 @@ class SkillRegistry:
             raise InternalError(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}") from None
 
     async def run(self, r: SkillRunRequest, scope: Scope | None = None) -> SkillOutput:
-        """Seed 001 ``run`` with JSON values: the input is validated, the output returned as JSON.
+        """The pharia:skill handler's ``run`` with JSON values: the input is validated, the output returned as JSON.
         Past ``r.time_limit_ms`` (from when it starts) the skill is interrupted: ``SkillError``. The
         skill's CSI calls serve ``scope`` (cancelling it cancels them)."""
         await self._ensure_loaded()

@@ -213,7 +213,7 @@ def _memory_stats(c: Call, _: None) -> MemoryStats:
 
 ROUTES: dict[str, Route] = {
     "load": route(_load, "progress", LoadRequest, reply=LoadResult),
-    # OpenAI / WebLLM (seed 004)
+    # OpenAI / WebLLM chat completions
     "chat": streamed(lambda c, r: openai.create_chat_completion(c.runtime.engine, r, c.scope),
                      openai_protocol.ChatCompletionRequest, reply=responses.ChatCompletion,
                      chunk=responses.ChatCompletionChunk),
@@ -224,7 +224,7 @@ ROUTES: dict[str, Route] = {
     # the Prompt API facade (web/prompt_api.js): a conversation's tokens, nothing generated
     "chat_tokens": route(lambda c, r: chat_tokens.chat_tokens(c.runtime.engine, r, c.scope), "whole",
                          chat_tokens.ChatTokensRequest, reply=chat_tokens.ChatTokens),
-    # CSI inference, chunking, language, document index (seed 001)
+    # pharia:skill CSI: inference, chunking, language, document index
     "csi_complete": route(lambda c, r: inference.complete(c.runtime.engine, r, c.scope), "whole",
                           inference.CompleteBatch, batch="requests", reply=inference.CsiCompletions),
     "csi_chat": route(lambda c, r: inference.chat(c.runtime.engine, r, c.scope), "whole", inference.ChatBatch,
@@ -252,7 +252,7 @@ ROUTES: dict[str, Route] = {
                         optional=True, reply=index_types.Collections),
     "index_drop": route(lambda c, r: index.drop(c.runtime.index, r), "whole", index_types.CollectionRef,
                         reply=index_types.Dropped),
-    # Spin llm (seeds 000 + 002) and RemoteLLM (seed 003)
+    # Spin llm (with its stop / max-tokens / finish-reason proposal) and RemoteLLM
     "llm_infer": route(lambda c, r: spin.infer(c.runtime.engine, r, c.scope), "whole", spin.InferRequest,
                        reply=spin.InferencingResult),
     "llm_embeddings": route(lambda c, r: spin.generate_embeddings(c.runtime.engine, r, c.scope), "whole",
