@@ -116,9 +116,14 @@ def run_soak(dist: Path, minutes: float) -> int:
         faults = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:warnings",
                                   "tests/browser/test_browser_index_faults.py"], cwd=root, env=env)
         out["index_faults_10_points_passed"] = faults == 0
+        fresh = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:warnings",
+                                 "tests/browser/test_browser_interrupts.py::"
+                                 "test_a_skill_waiting_on_csi_calls_stops_at_its_time_limit_in_fresh_workers"],
+                                cwd=root, env={**env, "CSI_FRESH_WORKERS": "30"})
+        out["time_limits_in_30_fresh_workers_passed"] = fresh == 0
         out["index_faults"] = ([json.loads(line) for line in report.read_text().splitlines()]
                                if report.exists() else [])
     print(json.dumps(out, indent=2))
-    ok = (faults == 0 and not out["untyped_count"] and not out["hangs"] and not out["pending_at_end"]
+    ok = (faults == 0 and fresh == 0 and not out["untyped_count"] and not out["hangs"] and not out["pending_at_end"]
           and healthy(out["interrupts"]))
     return 0 if ok else 1

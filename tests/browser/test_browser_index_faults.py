@@ -15,8 +15,8 @@ from typing import Any
 from tests.support.browser import boot_engine
 
 MODEL = "all-minilm-l6-v2"
-FAULT_POINTS = int(os.environ.get("CSI_FAULT_POINTS", "3"))  # build.py soak: 10
-KILL_POINTS = int(os.environ.get("CSI_KILL_POINTS", "2"))  # build.py soak: 10
+FAULT_POINTS = int(os.environ.get("CSI_FAULT_POINTS", "2"))  # build.py soak: 10
+KILL_POINTS = int(os.environ.get("CSI_KILL_POINTS", "1"))  # build.py soak: 10
 REPORT = os.environ.get("CSI_FAULT_REPORT")  # build.py soak: a file to append each test's figures to
 
 
