@@ -4,7 +4,7 @@ after the other in the model's turn, embeddings and insides in turn with them.""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import cast
 
 from ..errors import ContextWindowExceededError, CsiError, InvalidInputError
@@ -141,31 +141,28 @@ class LocalRunner:
                                                                    finish_reason="abort"))
                 return
             try:
-                async for event in self._choices(gen, cancelled):
-                    yield event
+                grammar_init_s = await self._compile(gen)
+                self._backend.set_sampling(model_id, gen.params.sampling)
+                for index in range(n):
+                    if index:
+                        self._backend.next_choice(model_id)
+                    stats = GenerationStats(grammar_init_s=grammar_init_s if index == 0 else None)
+                    try:
+                        async for delta in decode(self._backend, self.info, gen.prompt_ids, gen.params, stats,
+                                                  cancelled=cancelled, token_bytes=self._table,
+                                                  stopper=gen.stopper()):
+                            yield ChoiceEvent(index, delta, stats)
+                    except GrammarError as exc:
+                        grammar = gen.params.sampling.grammar
+                        raise InvalidInputError(compiler_message(str(exc)),
+                                                grammar.param if grammar else None) from None
+                    yield ChoiceEvent(index, None, stats)
+                    if stats.finish_reason == "abort":
+                        for rest in range(index + 1, n):
+                            yield ChoiceEvent(rest, None, GenerationStats(prompt_tokens=len(gen.prompt_ids),
+                                                                          finish_reason="abort"))
+                        break
             finally:
                 self._turns.release(model_id)
         finally:
             self._turns.done(key, scope)
-
-    async def _choices(self, gen: Generation, cancelled: Callable[[], bool]) -> AsyncIterator[ChoiceEvent]:
-        model_id, n = self.info.model_id, gen.n
-        grammar_init_s = await self._compile(gen)
-        self._backend.set_sampling(model_id, gen.params.sampling)
-        for index in range(n):
-            if index:
-                self._backend.next_choice(model_id)
-            stats = GenerationStats(grammar_init_s=grammar_init_s if index == 0 else None)
-            try:
-                async for delta in decode(self._backend, self.info, gen.prompt_ids, gen.params, stats,
-                                          cancelled=cancelled, token_bytes=self._table, stopper=gen.stopper()):
-                    yield ChoiceEvent(index, delta, stats)
-            except GrammarError as exc:
-                grammar = gen.params.sampling.grammar
-                raise InvalidInputError(compiler_message(str(exc)), grammar.param if grammar else None) from None
-            yield ChoiceEvent(index, None, stats)
-            if stats.finish_reason == "abort":
-                for rest in range(index + 1, n):
-                    yield ChoiceEvent(rest, None, GenerationStats(prompt_tokens=len(gen.prompt_ids),
-                                                                  finish_reason="abort"))
-                break
