@@ -17,8 +17,8 @@
 // (images, audio, tools, languages it does not read) are refused as the spec says.
 
 import {
-  canonicalPrompt, coreOptions, domError, MAX_TEMPERATURE, MAX_TOP_K, quotaExceeded,
-  refusal, responseConstraint, SAMPLING_MODES, withGuidance,
+  canonicalPrompt, coreOptions, domError, MAX_TEMPERATURE, MAX_TOP_K, modelSampling, quotaExceeded,
+  refusal, responseConstraint, withGuidance,
 } from "./prompt_api_input.js";
 import { EngineSource } from "./prompt_api_engine.js";
 import { abortable, createMonitor, fromEngine, prefill, wire } from "./prompt_api_calls.js";
@@ -34,6 +34,7 @@ import { abortable, createMonitor, fromEngine, prefill, wire } from "./prompt_ap
  * @typedef {{responseConstraint?: object, omitResponseConstraintInput?: boolean, signal?: AbortSignal}} PromptOptions
  * @typedef {{engine: WebWorkerEngine, model: string, window: number, maxTokens: number|undefined,
  *            initial: TextMessage[], turns: TextMessage[][], usage: number, temperature: number, topK: number,
+ *            chosen: import("./prompt_api_input.js").ChosenSampling,
  *            samplingMode: SamplingMode|null, expectedInputs: Expected[], expectedOutputs: Expected[]}} SessionState
  */
 
@@ -96,13 +97,19 @@ export class LanguageModel extends EventTarget {
   }
 
   /**
-   * The sampling limits and defaults (the Prompt API's experimental `params()`); null when no
-   * session can be created.
+   * The sampling limits and defaults (the Prompt API's experimental `params()`): the defaults are
+   * the model's own (its generation config), so the model is loaded first if need be; null when
+   * no session can be created.
    * @returns {Promise<{defaultTopK: number, maxTopK: number, defaultTemperature: number, maxTemperature: number}|null>}
    */
   static async params() {
     if ((await source.availability()) === "unavailable") return null;
-    const { temperature, topK } = SAMPLING_MODES.balanced;
+    const probe = await source.acquire(() => {})
+      .then((engine) => engine.chatTokens({ model: source.model ?? null, messages: [{ role: "user", content: "" }] }))
+      .catch((e) => {
+        throw fromEngine(e);
+      });
+    const { temperature, topK } = modelSampling(probe.sampling);
     return Object.freeze({ defaultTopK: topK, maxTopK: MAX_TOP_K, defaultTemperature: temperature,
       maxTemperature: MAX_TEMPERATURE });
   }
@@ -145,7 +152,8 @@ export class LanguageModel extends EventTarget {
     if (probe.token_ids && initial.length) await abortable(prefill(engine, probe.model, probe.token_ids, signal), signal);
     return new LanguageModel(CONSTRUCTING, {
       engine, model: probe.model, window: probe.context_window, maxTokens: from.config.maxTokens,
-      initial, turns: [], usage: initial.length ? probe.count : 0, ...core.sampling,
+      initial, turns: [], usage: initial.length ? probe.count : 0, ...modelSampling(probe.sampling), ...core.sampling,
+      chosen: core.sampling,
       samplingMode: core.samplingMode, expectedInputs: core.expectedInputs, expectedOutputs: core.expectedOutputs,
     });
   }
@@ -158,7 +166,7 @@ export class LanguageModel extends EventTarget {
   get inputQuota() { return this.#s.window; }
   get topK() { return this.#s.topK; }
   get temperature() { return this.#s.temperature; }
-  /** The sampling mode the session was created with (null when it was given `temperature`/`topK`). */
+  /** The sampling mode the session was created with (null: the model's defaults, or `temperature`/`topK` given). */
   get samplingMode() { return this.#s.samplingMode; }
 
   /**
@@ -274,7 +282,9 @@ export class LanguageModel extends EventTarget {
     const room = s.window - fit.count;
     const request = {
       model: s.model, prompt: fit.ids, stream: /** @type {const} */ (true), stream_options: { include_usage: true },
-      max_tokens: Math.min(room, s.maxTokens ?? room), temperature: s.temperature, top_k: s.topK,
+      max_tokens: Math.min(room, s.maxTokens ?? room),
+      ...(s.chosen.temperature === undefined ? {} : { temperature: s.chosen.temperature }),
+      ...(s.chosen.topK === undefined ? {} : { top_k: s.chosen.topK }),
       ...(constraint ? { response_format: constraint.format } : {}),
     };
     let text = "";

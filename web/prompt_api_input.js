@@ -11,6 +11,7 @@
  * @typedef {{type: string, languages?: string[]}} Expected
  * @typedef {"most-predictable"|"predictable"|"balanced"|"creative"|"most-creative"} SamplingMode
  * @typedef {{temperature: number, topK: number}} Sampling
+ * @typedef {{temperature?: number, topK?: number}} ChosenSampling what the app chose; the rest is the model's
  * @typedef {{type: "json_schema", json_schema: {name: string, schema: Record<string, unknown>}}
  *          | {type: "regex", pattern: string}} ResponseFormat
  * @typedef {{format: ResponseFormat, guidance: string}} Constraint
@@ -35,6 +36,18 @@ export const SAMPLING_MODES = Object.freeze({
 /** The most `temperature` and `topK` can be (larger values are clamped to these, as the spec says). */
 export const MAX_TEMPERATURE = 2;
 export const MAX_TOP_K = 128;
+
+/**
+ * The Prompt API's view of a model's sampling defaults (chat_tokens' `sampling`): greedy is top-k 1,
+ * and top-k off shows as the most `topK` can be.
+ * @param {{temperature: number, top_k: number}} model
+ * @returns {Sampling}
+ */
+export function modelSampling(model) {
+  const temperature = Math.min(model.temperature, MAX_TEMPERATURE);
+  if (!(temperature > 0)) return { temperature: 0, topK: 1 };
+  return { temperature, topK: model.top_k > 0 ? Math.min(model.top_k, MAX_TOP_K) : MAX_TOP_K };
+}
 
 /** @param {string} name @param {string} message @returns {DOMException} */
 export const domError = (name, message) => new DOMException(message, name);
@@ -92,10 +105,11 @@ function expectedList(list, field) {
 
 /**
  * The options `availability()` and `create()` share, checked: what the model is expected to read
- * and write, and its sampling (a `samplingMode`, or the raw `temperature` and `topK`, not both).
+ * and write, and its sampling (a `samplingMode`, or the raw `temperature` and `topK`, not both;
+ * what is not chosen is the model's default).
  * @param {any} options
  * @returns {{expectedInputs: Expected[], expectedOutputs: Expected[], samplingMode: SamplingMode|null,
- *            sampling: Sampling, tools: boolean}}
+ *            sampling: ChosenSampling, tools: boolean}}
  */
 export function coreOptions(options) {
   if (options === undefined || options === null) options = {};
@@ -108,25 +122,25 @@ export function coreOptions(options) {
   }
   const raw = options.temperature !== undefined || options.topK !== undefined;
   if (mode !== undefined && raw) throw new TypeError("give samplingMode or temperature and topK, not both");
-  const base = SAMPLING_MODES[/** @type {SamplingMode} */ (mode ?? "balanced")];
+  /** @type {ChosenSampling} */
+  const sampling = mode === undefined ? {} : { ...SAMPLING_MODES[/** @type {SamplingMode} */ (mode)] };
+  if (options.temperature !== undefined) sampling.temperature = temperature(options.temperature);
+  if (options.topK !== undefined) sampling.topK = topK(options.topK);
   return {
-    expectedInputs, expectedOutputs, samplingMode: mode ?? (raw ? null : "balanced"),
-    sampling: { temperature: temperature(options.temperature, base.temperature), topK: topK(options.topK, base.topK) },
+    expectedInputs, expectedOutputs, samplingMode: mode ?? null, sampling,
     tools: options.tools !== undefined,
   };
 }
 
-/** @param {unknown} t @param {number} fallback */
-function temperature(t, fallback) {
-  if (t === undefined) return fallback;
+/** @param {unknown} t */
+function temperature(t) {
   if (typeof t !== "number" || Number.isNaN(t)) throw new TypeError("temperature must be a number");
   if (t < 0) throw new RangeError("temperature must be 0 or more");
   return Math.min(t, MAX_TEMPERATURE);
 }
 
-/** @param {unknown} k @param {number} fallback */
-function topK(k, fallback) {
-  if (k === undefined) return fallback;
+/** @param {unknown} k */
+function topK(k) {
   if (typeof k !== "number" || Number.isNaN(k)) throw new TypeError("topK must be a number");
   if (k < 1) throw new RangeError("topK must be 1 or more");
   return Math.min(Math.floor(k), MAX_TOP_K);

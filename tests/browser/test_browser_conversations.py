@@ -294,8 +294,7 @@ def test_an_edited_question_is_a_branch_and_flipping_back_shows_the_old_reply(ch
         "temperature": 0, "max_tokens": 12})[0]
 
 
-SAMPLED = {"temperature": 1.0, "top_p": 0.95, "top_k": 0, "frequency_penalty": 0, "presence_penalty": 0,
-           "repetition_penalty": 1, "max_tokens": 12}
+SAMPLED = {"temperature": 1.0, "max_tokens": 12}  # the other sampling knobs are the model's
 
 
 def test_regenerate_with_a_new_seed_adds_an_alternative_and_n_gives_alternatives(browser: Any, site_url: str,
@@ -359,6 +358,14 @@ def test_settings_are_kept_per_conversation_and_presets_set_what_is_sent(browser
     chat = Chat(browser, site_url, "max_tokens=12")
     page = chat.page
     chat.settings()
+    # a new conversation sends no sampling: the model's defaults (tiny-chat's generation config is greedy)
+    assert page.input_value("#set-temperature") == ""
+    chat.send("Write a letter.")
+    assert chat.replies() == engine_reply(engine_page, {"messages": user("Write a letter."), "temperature": 0,
+                                                        "max_tokens": 12})
+    assert chat.replies() != engine_reply(engine_page, {"messages": user("Write a letter."), "temperature": 1,
+                                                        "seed": 3, "max_tokens": 12})
+    page.click("#new-chat")
     page.select_option("#preset", "Creative")
     assert page.input_value("#set-temperature") == "1.1"
     assert page.input_value("#set-top-p") == "0.98"

@@ -163,6 +163,27 @@ def test_options_the_model_cannot_honor_are_unavailable_and_refused(app_engine: 
     assert clamped == [128, 2, 128]
 
 
+def test_a_session_without_sampling_options_samples_as_the_model_declares(app_engine: PromptPage) -> None:
+    """tiny-chat's generation config is greedy (``do_sample: false``): params() and a session made
+    without sampling options say so, and its reply is chat.completions' greedy one; the old
+    default (``balanced``, 0.7 / 40) is only what one asks for."""
+    out = app_engine.value("""
+        const params = await LanguageModel.params();
+        const session = await LanguageModel.create();
+        const reply = await session.prompt('Write me a poem.');
+        const ask = async (extra) => (await engine.chat.completions.create(
+          {messages: [{role: 'user', content: 'Write me a poem.'}], max_tokens: arg, ...extra})).choices[0].message.content;
+        const balanced = await LanguageModel.create({samplingMode: 'balanced'});
+        return {params: [params.defaultTemperature, params.defaultTopK], session: [session.temperature, session.topK,
+                session.samplingMode], reply, greedy: await ask({temperature: 0}),
+                sampled: await ask({temperature: 1, seed: 11}), balanced: [balanced.temperature, balanced.topK]};""",
+                           MAX_TOKENS)
+    assert out["params"] == [0, 1]
+    assert out["session"] == [0, 1, None]
+    assert out["reply"] == out["greedy"] != out["sampled"]
+    assert out["balanced"] == [0.7, 40]
+
+
 def test_prompts_answer_as_the_engines_chat_completions_do_and_sessions_keep_their_conversation(
         app_engine: PromptPage) -> None:
     """Greedy (`most-predictable`): the first reply equals chat.completions on the same message; the

@@ -66,6 +66,7 @@ SHIPPED = {
     "core/local_runner.py": "a model that runs here",
     "core/scheduler.py": "turns at the models, and cancellation",
     "core/request.py": "one generation request, whatever its API",
+    "core/sampling_defaults.py": "sampling a request leaves out: the model's defaults, then the face's",
     "core/scope.py": "which page message a piece of work serves",
     "core/stop_text.py": "stop sequences over streamed text",
     "core/token_bytes.py": "token id -> bytes tables",

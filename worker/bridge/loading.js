@@ -218,6 +218,7 @@ export class LoadingRole {
         context_length: config.max_position_embeddings ?? config.n_positions ?? tokenizer.model_max_length ?? 2048,
         eos_token_ids: [...new Set(eos)],
         vocab_size: config.vocab_size ?? 0,
+        generation_config: gen,
       };
     } else {
       const extractor = await pipeline("feature-extraction", id, options);

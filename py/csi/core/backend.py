@@ -10,6 +10,7 @@ from typing import Any, Literal, Protocol
 from .grammar import Grammar
 from .insides import InsidesArrays
 from .request import SamplingParams
+from .sampling_defaults import SamplingDefaults
 from .token_bytes import TokenBytes
 
 __all__ = ["Backend", "Decoding", "Embedder", "Embeddings", "Insides", "Loading", "ModelInfo", "ModelKind",
@@ -32,6 +33,8 @@ class ModelInfo:
     """The base URL of the server that serves it (``None``: it runs here)."""
     fallback: str | None = None
     """Why the server serves a ``prefer-local`` model: the local load's error."""
+    sampling: SamplingDefaults = field(default_factory=SamplingDefaults)
+    """The sampling the model declares for what a request leaves out."""
 
 
 @dataclass(frozen=True)

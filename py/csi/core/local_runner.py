@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from typing import cast
 
 from ..errors import ContextWindowExceededError, CsiError, InvalidInputError
@@ -106,6 +107,7 @@ class LocalRunner:
 
     def accept(self, request: GenerationRequest, scope: Scope | None) -> Generation:
         ids, params, tool_format = render_prompt(self._backend, self.info, request)
+        params = replace(params, sampling=params.sampling.resolved(self.info.sampling, params.face_defaults))
         return Generation(self._run, model=self.info, prompt_ids=ids, params=params, n=request.n, scope=scope,
                           token_bytes=self.token_bytes, token_text=self._byte_text, tools=request.tools,
                           tool_format=tool_format)

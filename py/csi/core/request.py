@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .grammar import Grammar
+from .sampling_defaults import NEUTRAL, SamplingDefaults
 
 MIN_TEMPERATURE = 1e-5
 """Temperatures below this sample as 0 does: greedily."""
@@ -24,13 +25,17 @@ class SamplingParams:
     semantics, over the tokens generated so far), ``logit_bias``; log-probabilities are taken of
     that distribution; then ``temperature`` (0 = greedy), ``top_k`` (0 = off), ``top_p`` (1 = off)
     and a draw from the backend's generator seeded with ``seed`` (``None``: any seed).
+
+    ``None`` in ``temperature``, ``top_k``, ``top_p`` or ``repetition_penalty``: the request left
+    it out; ``resolved`` fills it from the model's defaults, then the face's, before a backend
+    sees it (a server gets it left out, and applies its own).
     """
 
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
+    temperature: float | None = None
+    top_k: int | None = None
+    top_p: float | None = None
     seed: int | None = None
-    repetition_penalty: float = 1.0
+    repetition_penalty: float | None = None
     repetition_window: int = 0
     frequency_penalty: float = 0.0
     presence_penalty: float = 0.0
@@ -42,16 +47,24 @@ class SamplingParams:
     penalties); the compiled grammar comes from ``Backend.compile_grammar``."""
 
     def __post_init__(self) -> None:
-        if 0 < self.temperature < MIN_TEMPERATURE:  # 1/T would overflow: the limit is greedy
-            object.__setattr__(self, "temperature", 0.0)
+        if self.temperature is not None and 0 < self.temperature < MIN_TEMPERATURE:
+            object.__setattr__(self, "temperature", 0.0)  # 1/T would overflow: the limit is greedy
+
+    def resolved(self, model: SamplingDefaults, face: SamplingDefaults) -> SamplingParams:
+        """Every left-out field filled: the model's default, else the face's, else neutral."""
+        fallback = model.or_else(face).or_else(NEUTRAL)
+        return replace(self, **{name: value for name, value in fallback.to_dict().items()
+                                if getattr(self, name) is None})
 
     def to_dict(self) -> dict[str, Any]:
+        """The backend's view (what is still left out reads as neutral)."""
+        p = self.resolved(SamplingDefaults(), SamplingDefaults())
         return {
-            "temperature": self.temperature,
-            "top_k": self.top_k,
-            "top_p": self.top_p,
+            "temperature": p.temperature,
+            "top_k": p.top_k,
+            "top_p": p.top_p,
             "seed": self.seed,
-            "repetition_penalty": self.repetition_penalty,
+            "repetition_penalty": p.repetition_penalty,
             "repetition_window": self.repetition_window,
             "frequency_penalty": self.frequency_penalty,
             "presence_penalty": self.presence_penalty,
@@ -67,6 +80,8 @@ class GenerationParams:
     """What one generation needs besides the prompt; ``max_tokens=None`` = rest of the window."""
 
     sampling: SamplingParams = field(default_factory=SamplingParams)
+    face_defaults: SamplingDefaults = field(default_factory=SamplingDefaults)
+    """The face's sampling for what neither the request nor the model says."""
     max_tokens: int | None = None
     stop: tuple[str, ...] = ()
     ignore_eos: bool = False

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from ..core.engine import Engine
 from ..core.request import ChatMessage, GenerationRequest
+from ..core.sampling_defaults import NEUTRAL, SamplingDefaults
 from ..core.scope import Scope
 from ..errors import ContextWindowExceededError, InvalidInputError, NotSupportedError, blame
 from ..wire import Strict
@@ -41,7 +42,25 @@ class ChatTokens(BaseModel):
     count: int
     """How many tokens the conversation takes (at least ``context_window`` when it does not fit)."""
     context_window: int
+    sampling: ModelSampling
+    """What a request that leaves sampling out gets on this model (the Prompt API's defaults)."""
 
+
+class ModelSampling(BaseModel):
+    """The model's sampling defaults, completed as an OpenAI request leaving them out gets them."""
+
+    temperature: float
+    top_k: int
+    """0: off."""
+    top_p: float
+    repetition_penalty: float
+
+    @classmethod
+    def of(cls, declared: SamplingDefaults) -> ModelSampling:
+        return cls(**declared.or_else(NEUTRAL).to_dict())
+
+
+ChatTokens.model_rebuild()
 
 _TOO_LONG = re.compile(r"has (\d+) tokens")
 
@@ -57,15 +76,15 @@ async def chat_tokens(engine: Engine, req: ChatTokensRequest, scope: Scope | Non
         model = engine.resolve_model(req.model, "chat")
         found = _TOO_LONG.search(str(exc))
         count = max(int(found.group(1)) if found else 0, model.context_length)
-        return ChatTokens(model=model.model_id, token_ids=None, count=count, context_window=model.context_length)
+        return ChatTokens(model=model.model_id, token_ids=None, count=count, context_window=model.context_length,
+                          sampling=ModelSampling.of(model.sampling))
     ids = list(gen.prompt_ids)
     if req.prefix:
         with blame("prefix"):
             ids += _text_ids(engine, gen.model.model_id, req.prefix, scope)
     window = gen.model.context_length
-    if len(ids) >= window:
-        return ChatTokens(model=gen.model.model_id, token_ids=None, count=len(ids), context_window=window)
-    return ChatTokens(model=gen.model.model_id, token_ids=ids, count=len(ids), context_window=window)
+    return ChatTokens(model=gen.model.model_id, token_ids=ids if len(ids) < window else None, count=len(ids),
+                      context_window=window, sampling=ModelSampling.of(gen.model.sampling))
 
 
 def _text_ids(engine: Engine, model: str, text: str, scope: Scope | None) -> list[int]:

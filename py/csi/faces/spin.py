@@ -10,19 +10,23 @@ from pydantic import Field
 from ..core.decode import FinishReason
 from ..core.engine import Engine
 from ..core.request import GenerationParams, GenerationRequest, SamplingParams
+from ..core.sampling_defaults import SamplingDefaults
 from ..core.scope import Scope
 from ..wire import RepetitionPenalty, Reply, Strict
 
+SPIN_DEFAULTS = SamplingDefaults(temperature=0.8, top_k=40, top_p=0.9, repetition_penalty=1.1)
+
 
 class InferencingParams(Strict):
-    """Spin's params; absent fields take Spin's defaults."""
+    """Spin's params. Absent sampling fields take the model's defaults where it declares them,
+    else Spin's (temperature 0.8, top-k 40, top-p 0.9, repeat penalty 1.1)."""
 
     max_tokens: Annotated[int, Field(ge=1)] | None = 100
-    repeat_penalty: RepetitionPenalty = 1.1
+    repeat_penalty: RepetitionPenalty | None = None
     repeat_penalty_last_n_token_count: Annotated[int, Field(ge=0)] = 64
-    temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.8
-    top_k: Annotated[int, Field(ge=0)] = 40
-    top_p: Annotated[float, Field(gt=0.0, le=1.0)] = 0.9
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
+    top_k: Annotated[int, Field(ge=0)] | None = None
+    top_p: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
     stop: list[str] = []
 
 
@@ -37,7 +41,7 @@ class InferRequest(Strict):
             sampling=SamplingParams(temperature=p.temperature, top_k=p.top_k, top_p=p.top_p,
                                     repetition_penalty=p.repeat_penalty,
                                     repetition_window=p.repeat_penalty_last_n_token_count),
-            max_tokens=p.max_tokens, stop=tuple(s for s in p.stop if s)))
+            face_defaults=SPIN_DEFAULTS, max_tokens=p.max_tokens, stop=tuple(s for s in p.stop if s)))
 
 
 class EmbeddingsRequest(Strict):

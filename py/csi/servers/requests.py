@@ -16,16 +16,19 @@ NOT_SENT = {"stream", "stream_options", "functions", "function_call", "extra_bod
 
 
 def sampling_body(params: GenerationParams) -> dict[str, Any]:
-    """OpenAI's request fields for ``params`` (those at their defaults left out); what a server
-    cannot be asked for is refused, naming it."""
+    """OpenAI's request fields for ``params`` (those at their defaults left out, and those the
+    request left out: the server applies its model's defaults); what a server cannot be asked for
+    is refused, naming it."""
     s = params.sampling
     if s.grammar is not None:
         raise InvalidInputError("a model on a server is not constrained by a grammar on this face; send "
                                 "`response_format` through chat completions", s.grammar.param)
     if params.keep_special:
         raise InvalidInputError("a server does not show special tokens", "keep_special")
-    body: dict[str, Any] = {"temperature": s.temperature}
-    if s.top_p != 1.0:
+    body: dict[str, Any] = {}
+    if s.temperature is not None:
+        body["temperature"] = s.temperature
+    if s.top_p is not None and s.top_p != 1.0:
         body["top_p"] = s.top_p
     if s.top_k:
         body["top_k"] = s.top_k
@@ -35,7 +38,7 @@ def sampling_body(params: GenerationParams) -> dict[str, Any]:
         body["frequency_penalty"] = s.frequency_penalty
     if s.presence_penalty:
         body["presence_penalty"] = s.presence_penalty
-    if s.repetition_penalty != 1.0:
+    if s.repetition_penalty is not None and s.repetition_penalty != 1.0:
         body["repeat_penalty"] = body["repetition_penalty"] = s.repetition_penalty
     if s.logit_bias:
         body["logit_bias"] = {str(t): b for t, b in s.logit_bias}

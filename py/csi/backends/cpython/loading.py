@@ -10,6 +10,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import Tokenizer
 
 from ...core.backend import ModelInfo, ProgressFn
+from ...core.sampling_defaults import from_generation_config
 from ...errors import ModelLoadError
 from .models import ChatModel, EmbeddingModel, ModelTable
 from .tokenizer_json import read_token_bytes
@@ -67,8 +68,8 @@ class CPythonLoading(ModelTable):
             eos_ids = sorted({e for x in eos for e in (x if isinstance(x, list) else [x]) if isinstance(e, int)})
             chat.grammar_args = (folder, int(config.get("vocab_size", 0)), eos_ids)
             context = config.get("max_position_embeddings", config.get("n_positions", 2048))
-            return ModelInfo(model_id, "chat", int(context),
-                             tuple(eos_ids), int(config.get("vocab_size", 0)))
+            return ModelInfo(model_id, "chat", int(context), tuple(eos_ids), int(config.get("vocab_size", 0)),
+                             sampling=from_generation_config(gen))
         max_len = int(tok_config.get("model_max_length", 512))
         tokenizer.enable_truncation(min(max_len, 100_000))
         tokenizer.enable_padding(pad_id=tokenizer.token_to_id(tok_config.get("pad_token", "[PAD]")) or 0)

@@ -25,16 +25,17 @@ def apply_bitmask(logits: np.ndarray, bitmask: np.ndarray) -> np.ndarray:
 def penalized(logits: np.ndarray, p: SamplingParams, sequence: list[int], counts: dict[int, int]) -> np.ndarray:
     """Repetition, frequency and presence penalties, as worker/sampling/ ``processLogits`` (float32,
     like its copy); ``logits`` itself when there are none."""
-    if p.repetition_penalty == 1 and not p.frequency_penalty and not p.presence_penalty:
+    repetition = 1.0 if p.repetition_penalty is None else p.repetition_penalty
+    if repetition == 1 and not p.frequency_penalty and not p.presence_penalty:
         return logits
     out = logits.astype(np.float32).copy()
-    if p.repetition_penalty != 1:
+    if repetition != 1:
         window = sequence[-p.repetition_window:] if p.repetition_window > 0 else sequence
         seen = np.fromiter(sorted(set(window)), dtype=np.int64)
         seen = seen[seen < len(out)]
         vals = out[seen]
         with np.errstate(over="ignore"):  # saturated, as processLogits does
-            rep = np.float32(p.repetition_penalty)
+            rep = np.float32(repetition)
             penalized = np.where(vals > 0, vals / rep, vals * rep)
         out[seen] = np.clip(penalized, -F32_MAX, F32_MAX)
     for token, n in counts.items():
@@ -64,13 +65,13 @@ def process_logits(logits: np.ndarray, p: SamplingParams, sequence: list[int], c
 def candidates(logits: np.ndarray, p: SamplingParams) -> tuple[np.ndarray, np.ndarray]:
     """Token ids kept by temperature/top-k/top-p, most likely first, and their probabilities."""
     z = logits.astype(np.float64)
-    w = np.exp((z - z.max()) * (1.0 / p.temperature))
+    w = np.exp((z - z.max()) * (1.0 / (p.temperature or 1.0)))
     order = np.lexsort((np.arange(len(w)), -w))  # by weight desc, then id asc
     order = order[w[order] > 0]  # never a token a grammar ruled out (or too unlikely to weigh)
-    k = p.top_k if 0 < p.top_k < len(order) else len(order)
+    k = p.top_k if p.top_k and 0 < p.top_k < len(order) else len(order)
     ids = order[:k]
     kept = w[ids]
-    if p.top_p < 1:
+    if p.top_p is not None and p.top_p < 1:
         cum = np.cumsum(kept)
         keep = int(np.searchsorted(cum, p.top_p * cum[-1], side="left")) + 1
         ids, kept = ids[:keep], kept[:keep]
@@ -79,7 +80,7 @@ def candidates(logits: np.ndarray, p: SamplingParams) -> tuple[np.ndarray, np.nd
 
 def sample(logits: np.ndarray, p: SamplingParams, rng: Mulberry32) -> int:
     """The greedy token at temperature 0, else a draw from ``candidates`` with ``rng``."""
-    if not p.temperature > 0:
+    if p.temperature is not None and not p.temperature > 0:
         return int(np.argmax(logits))
     ids, probs = candidates(logits, p)
     u = rng.next()

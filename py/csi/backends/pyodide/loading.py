@@ -8,6 +8,7 @@ from typing import Any
 from pyodide.ffi import JsException, create_proxy
 
 from ...core.backend import ModelInfo, ProgressFn
+from ...core.sampling_defaults import from_generation_config
 from ...errors import ModelLoadError
 from .bridge_state import BridgeState
 
@@ -35,6 +36,7 @@ class PyodideLoading(BridgeState):
             context_length=int(info["context_length"]),
             eos_token_ids=tuple(info["eos_token_ids"]),
             vocab_size=int(info["vocab_size"]),
+            sampling=from_generation_config(info.get("generation_config")),
         )
 
     def cancel_loads(self) -> None:

@@ -263,11 +263,11 @@ def _generation_params(req: ChatCompletionRequest | CompletionRequest, top_logpr
                        max_tokens: int | None) -> GenerationParams:
     return GenerationParams(
         sampling=SamplingParams(
-            temperature=1.0 if req.temperature is None else req.temperature,
-            top_k=req.top_k or 0,
-            top_p=1.0 if req.top_p is None else req.top_p,
+            temperature=req.temperature,
+            top_k=req.top_k,
+            top_p=req.top_p,
             seed=req.seed,
-            repetition_penalty=req.repetition_penalty or 1.0,
+            repetition_penalty=req.repetition_penalty,
             frequency_penalty=req.frequency_penalty or 0.0,
             presence_penalty=req.presence_penalty or 0.0,
             logit_bias=tuple((int(k), float(v)) for k, v in (req.logit_bias or {}).items()),

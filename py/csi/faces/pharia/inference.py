@@ -91,9 +91,9 @@ def _generation_params(p: CompletionParams | ChatParams) -> GenerationParams:
     completion = p if isinstance(p, CompletionParams) else None
     return GenerationParams(
         sampling=SamplingParams(
-            temperature=1.0 if p.temperature is None else p.temperature,
-            top_k=(completion.top_k or 0) if completion else 0,
-            top_p=1.0 if p.top_p is None else p.top_p,
+            temperature=p.temperature,
+            top_k=completion.top_k if completion else None,
+            top_p=p.top_p,
             frequency_penalty=p.frequency_penalty or 0.0,
             presence_penalty=p.presence_penalty or 0.0,
             logprobs=p.logprobs != "no",
