@@ -1,5 +1,7 @@
-// Models imported from GGUF files (buildtools/models/gguf_import.py) keep their 4- and 8-bit blocks in the
-// ONNX file, with nodes that onnxruntime would fold into fp32 weights when the session starts.
+// Models imported from GGUF files (buildtools/models/gguf_import.py) keep their quantized blocks in the
+// ONNX file (Q4_0, Q4_1, Q8_0 as they are; Q5_0, Q5_1 and the K-quants Q2_K..Q6_K unpacked into bit
+// planes and per-block integers, as buildtools/models/gguf_blocks.py describes), with nodes that
+// onnxruntime would fold into fp32 weights when the session starts.
 // Folding keeps every intermediate tensor until it is done (several times the weights' size), so
 // this loader expands the blocks itself instead: one pass over typed arrays, writing the fp32
 // weights into one external-data buffer, and a graph without the expansion nodes whose weights
@@ -39,7 +41,9 @@ const utf8e = new TextEncoder();
 
 /**
  * @typedef {{out: string, dims: number[], kind?: string, q?: string, d?: string, m?: string|null,
- *   transposed?: boolean, transpose_of?: string}} Recipe
+ *   transposed?: boolean, transpose_of?: string, planes?: [string, number, number][], offset?: number,
+ *   shape?: [number, number, number], sc?: string|null, sc_signed?: boolean, mn?: string|null,
+ *   msc?: string|null, nibbles?: boolean}} Recipe
  */
 
 /** @type {Float32Array|null} every float16 bit pattern as float32 */
@@ -145,6 +149,55 @@ function expand(r, raw, out) {
   }
 }
 
+/**
+ * Expand one weight in the planes layout into `out`, as the graph's nodes do:
+ * w = (q - offset) * (d * sc) + mn * msc, each product and sum rounded to float32.
+ * @param {Recipe} r @param {Map<string, Uint8Array>} raw @param {Float32Array} out
+ */
+function expandPlanes(r, raw, out) {
+  const half = halves();
+  const T = Boolean(r.transposed);
+  const get = (/** @type {string} */ name) => /** @type {Uint8Array} */ (raw.get(name));
+  // rows: the GGUF tensor's rows; cols: the values along its blocks
+  const [rows, cols] = T ? [r.dims[1], r.dims[0]] : [r.dims[0], r.dims[1]];
+  const [supers, subs, group] = /** @type {[number, number, number]} */ (r.shape);
+  const planes = /** @type {[string, number, number][]} */ (r.planes).map(([name, bits, shift]) => (
+    { bytes: get(name), bits, shift, width: (cols * bits) / 8, mask: (1 << bits) - 1 }));
+  const offset = /** @type {number} */ (r.offset);
+  const d = u16(get(/** @type {string} */ (r.d)));
+  const scRaw = r.sc ? get(r.sc) : null;
+  const sc = scRaw && r.sc_signed ? new Int8Array(scRaw.buffer, scRaw.byteOffset, scRaw.length) : scRaw;
+  const mn = r.mn ? u16(get(r.mn)) : null;
+  const msc = r.msc ? get(r.msc) : null;
+  /** @type {Uint8Array[]} */
+  const bytes = planes.map((p) => p.bytes);
+  for (let row = 0; row < rows; row++) {
+    for (let s = 0; s < supers; s++) {
+      const di = T ? s * rows + row : row * supers + s;
+      for (let u = 0; u < subs; u++) {
+        const ui = T ? (s * subs + u) * rows + row : (row * supers + s) * subs + u;
+        // Q2_K: the sub-block's 4-bit scale and minimum share a byte
+        const scInt = sc ? (r.nibbles ? sc[ui] & 15 : sc[ui]) : 0;
+        const mscInt = msc ? (r.nibbles ? msc[ui] >> 4 : msc[ui]) : 0;
+        const scale = sc ? Math.fround(half[d[di]] * scInt) : half[d[di]];
+        const min = mn ? (msc ? Math.fround(half[mn[di]] * mscInt) : half[mn[di]]) : 0;
+        const first = (s * subs + u) * group;
+        for (let col = first; col < first + group; col++) {
+          let q = 0;
+          for (let i = 0; i < planes.length; i++) {
+            const p = planes[i];
+            const c = col % p.width;
+            const byte = bytes[i][T ? c * rows + row : row * p.width + c];
+            q += ((byte >> (((col - c) / p.width) * p.bits)) & p.mask) << p.shift;
+          }
+          const w = Math.fround((q - offset) * scale);
+          out[T ? col * rows + row : row * cols + col] = mn ? Math.fround(w + min) : w;
+        }
+      }
+    }
+  }
+}
+
 /** @param {Float32Array} src @param {number[]} dims the output's [a, b] @param {Float32Array} out */
 function transpose(src, dims, out) {
   const [a, b] = dims;
@@ -186,7 +239,8 @@ export function expandBlocks(buf) {
   const recipes = blockRecipes(buf);
   if (!recipes) return null;
   const g = graphField(buf);
-  const sources = new Set(recipes.flatMap((r) => [r.q, r.d, r.m]).filter((x) => typeof x === "string"));
+  const sources = new Set(recipes.flatMap((r) => [r.q, r.d, r.m, r.sc, r.mn, r.msc, ...(r.planes ?? []).map((p) => p[0])])
+    .filter((x) => typeof x === "string"));
   const raw = rawInitializers(buf, g, /** @type {Set<string>} */ (sources));
   const sizes = recipes.map((r) => r.dims[0] * r.dims[1] * 4);
   /** @type {number[]} */
@@ -202,6 +256,7 @@ export function expandBlocks(buf) {
   recipes.forEach((r, i) => {
     const out = new Float32Array(data.buffer, offsets[i], sizes[i] / 4);
     if (r.transpose_of) transpose(/** @type {Float32Array} */ (made.get(r.transpose_of)), r.dims, out);
+    else if (r.planes) expandPlanes(r, raw, out);
     else expand(r, raw, out);
     made.set(r.out, out);
   });
