@@ -152,6 +152,8 @@ function expand(r, raw, out) {
 /**
  * Expand one weight in the planes layout into `out`, as the graph's nodes do:
  * w = (q - offset) * (d * sc) + mn * msc, each product and sum rounded to float32.
+ * Transposed weights (blocks stored with the row axis last) are walked column by column, so that
+ * reads and writes both run along memory.
  * @param {Recipe} r @param {Map<string, Uint8Array>} raw @param {Float32Array} out
  */
 function expandPlanes(r, raw, out) {
@@ -161,39 +163,69 @@ function expandPlanes(r, raw, out) {
   // rows: the GGUF tensor's rows; cols: the values along its blocks
   const [rows, cols] = T ? [r.dims[1], r.dims[0]] : [r.dims[0], r.dims[1]];
   const [supers, subs, group] = /** @type {[number, number, number]} */ (r.shape);
-  const planes = /** @type {[string, number, number][]} */ (r.planes).map(([name, bits, shift]) => (
-    { bytes: get(name), bits, shift, width: (cols * bits) / 8, mask: (1 << bits) - 1 }));
+  // at most two planes (4+2, 4+1, 2+1 bits, or one); a missing second plane has no bits
+  const planes = /** @type {[string, number, number][]} */ (r.planes);
+  const [nameA, bitsA, shiftA] = planes[0];
+  const [nameB, bitsB, shiftB] = planes[1] ?? [nameA, 0, 0];
+  const [a, b] = [get(nameA), get(nameB)];
+  const [widthA, widthB] = [(cols * bitsA) / 8, (cols * bitsB) / 8];
+  const [maskA, maskB] = [(1 << bitsA) - 1, (1 << bitsB) - 1];
+  // byte c of an n-bit plane holds columns c + k * width, at bits k * n
+  const byteA = new Int32Array(cols);
+  const bitA = new Uint8Array(cols);
+  const byteB = new Int32Array(cols);
+  const bitB = new Uint8Array(cols);
+  for (let col = 0; col < cols; col++) {
+    byteA[col] = col % widthA;
+    bitA[col] = Math.floor(col / widthA) * bitsA;
+    if (bitsB) {
+      byteB[col] = col % widthB;
+      bitB[col] = Math.floor(col / widthB) * bitsB;
+    }
+  }
   const offset = /** @type {number} */ (r.offset);
   const d = u16(get(/** @type {string} */ (r.d)));
   const scRaw = r.sc ? get(r.sc) : null;
   const sc = scRaw && r.sc_signed ? new Int8Array(scRaw.buffer, scRaw.byteOffset, scRaw.length) : scRaw;
   const mn = r.mn ? u16(get(r.mn)) : null;
   const msc = r.msc ? get(r.msc) : null;
-  /** @type {Uint8Array[]} */
-  const bytes = planes.map((p) => p.bytes);
-  for (let row = 0; row < rows; row++) {
-    for (let s = 0; s < supers; s++) {
-      const di = T ? s * rows + row : row * supers + s;
-      for (let u = 0; u < subs; u++) {
-        const ui = T ? (s * subs + u) * rows + row : (row * supers + s) * subs + u;
-        // Q2_K: the sub-block's 4-bit scale and minimum share a byte
-        const scInt = sc ? (r.nibbles ? sc[ui] & 15 : sc[ui]) : 0;
-        const mscInt = msc ? (r.nibbles ? msc[ui] >> 4 : msc[ui]) : 0;
-        const scale = sc ? Math.fround(half[d[di]] * scInt) : half[d[di]];
-        const min = mn ? (msc ? Math.fround(half[mn[di]] * mscInt) : half[mn[di]]) : 0;
-        const first = (s * subs + u) * group;
-        for (let col = first; col < first + group; col++) {
-          let q = 0;
-          for (let i = 0; i < planes.length; i++) {
-            const p = planes[i];
-            const c = col % p.width;
-            const byte = bytes[i][T ? c * rows + row : row * p.width + c];
-            q += ((byte >> (((col - c) / p.width) * p.bits)) & p.mask) << p.shift;
-          }
-          const w = Math.fround((q - offset) * scale);
-          out[T ? col * rows + row : row * cols + col] = mn ? Math.fround(w + min) : w;
-        }
+  /** The scale and minimum of the row's sub-block `k` (k = s * subs + u), into `at`. */
+  const block = (/** @type {number} */ row, /** @type {number} */ k, /** @type {Float32Array} */ scales,
+    /** @type {Float32Array} */ mins, /** @type {number} */ at) => {
+    const s = Math.floor(k / subs);
+    const di = T ? s * rows + row : row * supers + s;
+    const ui = T ? k * rows + row : row * supers * subs + k;
+    // Q2_K: the sub-block's 4-bit scale and minimum share a byte
+    scales[at] = sc ? Math.fround(half[d[di]] * (r.nibbles ? sc[ui] & 15 : sc[ui])) : half[d[di]];
+    if (mn) mins[at] = msc ? Math.fround(half[mn[di]] * (r.nibbles ? msc[ui] >> 4 : msc[ui])) : half[mn[di]];
+  };
+  if (T) {
+    // blocks [.., rows]: for each column, every row in turn
+    const scales = new Float32Array(rows);
+    const mins = new Float32Array(rows);
+    for (let col = 0; col < cols; col++) {
+      if (col % group === 0) for (let row = 0; row < rows; row++) block(row, col / group, scales, mins, row);
+      const [pa, sa, pb, sb] = [byteA[col] * rows, bitA[col], byteB[col] * rows, bitB[col]];
+      const o = col * rows;
+      for (let row = 0; row < rows; row++) {
+        let q = ((a[pa + row] >> sa) & maskA) << shiftA;
+        if (bitsB) q += ((b[pb + row] >> sb) & maskB) << shiftB;
+        const w = Math.fround((q - offset) * scales[row]);
+        out[o + row] = mn ? Math.fround(w + mins[row]) : w;
       }
+    }
+    return;
+  }
+  const scales = new Float32Array(1);
+  const mins = new Float32Array(1);
+  for (let row = 0; row < rows; row++) {
+    const [pa, pb, o] = [row * widthA, row * widthB, row * cols];
+    for (let col = 0; col < cols; col++) {
+      if (col % group === 0) block(row, col / group, scales, mins, 0);
+      let q = ((a[pa + byteA[col]] >> bitA[col]) & maskA) << shiftA;
+      if (bitsB) q += ((b[pb + byteB[col]] >> bitB[col]) & maskB) << shiftB;
+      const w = Math.fround((q - offset) * scales[0]);
+      out[o + col] = mn ? Math.fround(w + mins[0]) : w;
     }
   }
 }

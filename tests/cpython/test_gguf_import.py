@@ -44,8 +44,8 @@ STEPS = 8  # greedy steps decoded on the KV cache after each prompt
 LLAMA_CPP_FILES = {"Q4_K_M": {"Q4_K", "Q6_K"}, "Q5_K_M": {"Q5_K", "Q6_K"}, "Q6_K": {"Q6_K"},
                    "Q2_K": {"Q2_K", "Q3_K", "Q6_K"}}
 # onnx/model.onnx / the fp32 weights' bytes, at most (tiny-chat: ffn_down stays F16 in every file)
-SIZE_RATIO = {"Q8_0": 0.33, "Q4_0": 0.22, "Q5_0": 0.25, "Q5_1": 0.26, "Q4_K_M": 0.25, "Q5_K_M": 0.27,
-              "Q6_K": 0.29, "Q2_K": 0.21}
+SIZE_RATIO = {"Q8_0": 0.33, "Q4_0": 0.22, "Q5_0": 0.24, "Q5_1": 0.26, "Q4_K_M": 0.23, "Q5_K_M": 0.25,
+              "Q6_K": 0.27, "Q2_K": 0.19}
 
 
 @dataclass
