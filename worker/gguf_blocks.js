@@ -1,5 +1,7 @@
-// Models imported from GGUF files (buildtools/models/gguf_import.py) keep their 4- and 8-bit blocks in the
-// ONNX file, with nodes that onnxruntime would fold into fp32 weights when the session starts.
+// Models imported from GGUF files (buildtools/models/gguf_import.py) keep their quantized blocks in the
+// ONNX file (Q4_0, Q4_1, Q8_0 as they are; Q5_0, Q5_1 and the K-quants Q2_K..Q6_K unpacked into bit
+// planes and per-block integers, as buildtools/models/gguf_blocks.py describes), with nodes that
+// onnxruntime would fold into fp32 weights when the session starts.
 // Folding keeps every intermediate tensor until it is done (several times the weights' size), so
 // this loader expands the blocks itself instead: one pass over typed arrays, writing the fp32
 // weights into one external-data buffer, and a graph without the expansion nodes whose weights
@@ -39,7 +41,9 @@ const utf8e = new TextEncoder();
 
 /**
  * @typedef {{out: string, dims: number[], kind?: string, q?: string, d?: string, m?: string|null,
- *   transposed?: boolean, transpose_of?: string}} Recipe
+ *   transposed?: boolean, transpose_of?: string, planes?: [string, number, number][], offset?: number,
+ *   shape?: [number, number, number], sc?: string|null, sc_signed?: boolean, mn?: string|null,
+ *   msc?: string|null, nibbles?: boolean}} Recipe
  */
 
 /** @type {Float32Array|null} every float16 bit pattern as float32 */
@@ -145,6 +149,87 @@ function expand(r, raw, out) {
   }
 }
 
+/**
+ * Expand one weight in the planes layout into `out`, as the graph's nodes do:
+ * w = (q - offset) * (d * sc) + mn * msc, each product and sum rounded to float32.
+ * Transposed weights (blocks stored with the row axis last) are walked column by column, so that
+ * reads and writes both run along memory.
+ * @param {Recipe} r @param {Map<string, Uint8Array>} raw @param {Float32Array} out
+ */
+function expandPlanes(r, raw, out) {
+  const half = halves();
+  const T = Boolean(r.transposed);
+  const get = (/** @type {string} */ name) => /** @type {Uint8Array} */ (raw.get(name));
+  // rows: the GGUF tensor's rows; cols: the values along its blocks
+  const [rows, cols] = T ? [r.dims[1], r.dims[0]] : [r.dims[0], r.dims[1]];
+  const [supers, subs, group] = /** @type {[number, number, number]} */ (r.shape);
+  // at most two planes (4+2, 4+1, 2+1 bits, or one); a missing second plane has no bits
+  const planes = /** @type {[string, number, number][]} */ (r.planes);
+  const [nameA, bitsA, shiftA] = planes[0];
+  const [nameB, bitsB, shiftB] = planes[1] ?? [nameA, 0, 0];
+  const [a, b] = [get(nameA), get(nameB)];
+  const [widthA, widthB] = [(cols * bitsA) / 8, (cols * bitsB) / 8];
+  const [maskA, maskB] = [(1 << bitsA) - 1, (1 << bitsB) - 1];
+  // byte c of an n-bit plane holds columns c + k * width, at bits k * n
+  const byteA = new Int32Array(cols);
+  const bitA = new Uint8Array(cols);
+  const byteB = new Int32Array(cols);
+  const bitB = new Uint8Array(cols);
+  for (let col = 0; col < cols; col++) {
+    byteA[col] = col % widthA;
+    bitA[col] = Math.floor(col / widthA) * bitsA;
+    if (bitsB) {
+      byteB[col] = col % widthB;
+      bitB[col] = Math.floor(col / widthB) * bitsB;
+    }
+  }
+  const offset = /** @type {number} */ (r.offset);
+  const d = u16(get(/** @type {string} */ (r.d)));
+  const scRaw = r.sc ? get(r.sc) : null;
+  const sc = scRaw && r.sc_signed ? new Int8Array(scRaw.buffer, scRaw.byteOffset, scRaw.length) : scRaw;
+  const mn = r.mn ? u16(get(r.mn)) : null;
+  const msc = r.msc ? get(r.msc) : null;
+  /** The scale and minimum of the row's sub-block `k` (k = s * subs + u), into `at`. */
+  const block = (/** @type {number} */ row, /** @type {number} */ k, /** @type {Float32Array} */ scales,
+    /** @type {Float32Array} */ mins, /** @type {number} */ at) => {
+    const s = Math.floor(k / subs);
+    const di = T ? s * rows + row : row * supers + s;
+    const ui = T ? k * rows + row : row * supers * subs + k;
+    // Q2_K: the sub-block's 4-bit scale and minimum share a byte
+    scales[at] = sc ? Math.fround(half[d[di]] * (r.nibbles ? sc[ui] & 15 : sc[ui])) : half[d[di]];
+    if (mn) mins[at] = msc ? Math.fround(half[mn[di]] * (r.nibbles ? msc[ui] >> 4 : msc[ui])) : half[mn[di]];
+  };
+  if (T) {
+    // blocks [.., rows]: for each column, every row in turn
+    const scales = new Float32Array(rows);
+    const mins = new Float32Array(rows);
+    for (let col = 0; col < cols; col++) {
+      if (col % group === 0) for (let row = 0; row < rows; row++) block(row, col / group, scales, mins, row);
+      const [pa, sa, pb, sb] = [byteA[col] * rows, bitA[col], byteB[col] * rows, bitB[col]];
+      const o = col * rows;
+      for (let row = 0; row < rows; row++) {
+        let q = ((a[pa + row] >> sa) & maskA) << shiftA;
+        if (bitsB) q += ((b[pb + row] >> sb) & maskB) << shiftB;
+        const w = Math.fround((q - offset) * scales[row]);
+        out[o + row] = mn ? Math.fround(w + mins[row]) : w;
+      }
+    }
+    return;
+  }
+  const scales = new Float32Array(1);
+  const mins = new Float32Array(1);
+  for (let row = 0; row < rows; row++) {
+    const [pa, pb, o] = [row * widthA, row * widthB, row * cols];
+    for (let col = 0; col < cols; col++) {
+      if (col % group === 0) block(row, col / group, scales, mins, 0);
+      let q = ((a[pa + byteA[col]] >> bitA[col]) & maskA) << shiftA;
+      if (bitsB) q += ((b[pb + byteB[col]] >> bitB[col]) & maskB) << shiftB;
+      const w = Math.fround((q - offset) * scales[0]);
+      out[o + col] = mn ? Math.fround(w + mins[0]) : w;
+    }
+  }
+}
+
 /** @param {Float32Array} src @param {number[]} dims the output's [a, b] @param {Float32Array} out */
 function transpose(src, dims, out) {
   const [a, b] = dims;
@@ -186,7 +271,8 @@ export function expandBlocks(buf) {
   const recipes = blockRecipes(buf);
   if (!recipes) return null;
   const g = graphField(buf);
-  const sources = new Set(recipes.flatMap((r) => [r.q, r.d, r.m]).filter((x) => typeof x === "string"));
+  const sources = new Set(recipes.flatMap((r) => [r.q, r.d, r.m, r.sc, r.mn, r.msc, ...(r.planes ?? []).map((p) => p[0])])
+    .filter((x) => typeof x === "string"));
   const raw = rawInitializers(buf, g, /** @type {Set<string>} */ (sources));
   const sizes = recipes.map((r) => r.dims[0] * r.dims[1] * 4);
   /** @type {number[]} */
@@ -202,6 +288,7 @@ export function expandBlocks(buf) {
   recipes.forEach((r, i) => {
     const out = new Float32Array(data.buffer, offsets[i], sizes[i] / 4);
     if (r.transpose_of) transpose(/** @type {Float32Array} */ (made.get(r.transpose_of)), r.dims, out);
+    else if (r.planes) expandPlanes(r, raw, out);
     else expand(r, raw, out);
     made.set(r.out, out);
   });

@@ -6,12 +6,13 @@ transformers.js's layout (``config.json``, ``generation_config.json``, ``tokeniz
 
 - The decoder is exported from PyTorch (``onnx_decoder.export_decoder``) with weights dequantized
   exactly as ``gguf``'s reference dequantizer does, then every 2-D weight stored in the GGUF as
-  Q4_0, Q4_1 or Q8_0 is put back in the graph **as its blocks** (4- or 8-bit values, fp16 scales
-  and minimums) followed by the few nodes that expand them (shift, cast, multiply, add, reshape).
-  Those nodes depend on initializers alone, so onnxruntime folds them into fp32 weights when the
-  session starts: the file is the GGUF's size, the weights in memory are bit for bit the float
-  ones, and decoding runs at fp32 speed.
-- F16 weights are stored as fp16 and cast (exact); every other type (K-quants, Q5_*, BF16, ...) is
+  Q4_0, Q4_1, Q8_0, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K or Q6_K is put back in the graph **as its
+  blocks** (``gguf_blocks``: Q4_0/Q4_1/Q8_0 as they are; the others unpacked into bit planes and
+  per-block integer scales, about the GGUF's size) followed by the few nodes that expand them
+  (shift, cast, multiply, add, reshape). Those nodes depend on initializers alone, so onnxruntime
+  folds them into fp32 weights when the session starts: the file is the GGUF's size, the weights in
+  memory are bit for bit the float ones, and decoding runs at fp32 speed.
+- F16 weights are stored as fp16 and cast (exact); every other type (BF16, IQ*, TQ*, ...) is
   dequantized to fp32 and said so.
 - Llama and Qwen2 are supported; anything else is refused naming the architecture.
 """
@@ -28,11 +29,14 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from .gguf_blocks import PLANE_TYPES, RAW_TYPES, GraphEditor, expand_planes, expand_raw, raw_blocks, unpack
+
 ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}
-EXACT_TYPES = ("Q4_0", "Q4_1", "Q8_0", "F16")
+EXACT_TYPES = (*RAW_TYPES, *PLANE_TYPES, "F16")
 FLOAT_TYPES = ("F32",)
-# The model property listing each expansion: {out, kind, q, d, m, dims, transposed}, or
-# {out, transpose_of, dims} (a tied LM head), or {out, kind: "F16", q, dims}.
+# The model property listing each expansion: {out, kind, q, d, m, dims, transposed} (Q4_0/Q4_1/Q8_0),
+# {out, kind, dims, transposed, planes, offset, shape, d, sc, sc_signed, mn, msc, nibbles} (the planes
+# layout of gguf_blocks), {out, transpose_of, dims} (a tied LM head), or {out, kind: "F16", q, dims}.
 BLOCKS_KEY = "csi.gguf_blocks"
 
 
@@ -179,81 +183,11 @@ def state_dict(model: GGUFModel) -> dict[str, np.ndarray]:
 # ------------------------------------------------------------------ blocks in the graph
 
 
-def _blocks(model: GGUFModel, name: str) -> dict[str, np.ndarray]:
-    """A block-quantized tensor's parts, ``[rows, blocks, ...]``: values (``q``), fp16 scales (``d``)
-    and, for Q4_1, fp16 minimums (``m``)."""
+def _tensor_blocks(model: GGUFModel, name: str) -> Any:
+    """A block-quantized tensor's parts, its rows un-permuted: ``gguf_blocks``' raw or planes layout."""
     kind = model.types[name]
     raw = _raw_rows(model, name)
-    rows = raw.shape[0]
-    if kind == "Q8_0":
-        b = raw.reshape(rows, -1, 34)
-        return {"d": b[:, :, :2].copy().view(np.float16), "q": b[:, :, 2:].copy().view(np.int8)}
-    if kind == "Q4_0":
-        b = raw.reshape(rows, -1, 18)
-        return {"d": b[:, :, :2].copy().view(np.float16), "q": b[:, :, 2:].copy()}
-    if kind == "Q4_1":
-        b = raw.reshape(rows, -1, 20)
-        return {"d": b[:, :, :2].copy().view(np.float16), "m": b[:, :, 2:4].copy().view(np.float16),
-                "q": b[:, :, 4:].copy()}
-    raise AssertionError(kind)
-
-
-class _GraphEditor:
-    """Adds initializers and nodes with unique names to a graph."""
-
-    def __init__(self) -> None:
-        self.initializers: list[onnx.TensorProto] = []
-        self.nodes: list[onnx.NodeProto] = []
-        self.count = 0
-
-    def name(self, base: str) -> str:
-        self.count += 1
-        return f"gguf/{base}/{self.count}"
-
-    def constant(self, base: str, array: np.ndarray) -> str:
-        n = self.name(base)
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), n))
-        return n
-
-    def node(self, op: str, inputs: list[str], base: str, **attrs: Any) -> str:
-        out = self.name(base)
-        self.nodes.append(helper.make_node(op, inputs, [out], name=out + ":" + op, **attrs))
-        return out
-
-
-def _expand(edit: _GraphEditor, kind: str, parts: dict[str, np.ndarray], transposed: bool, out: str,
-            shape: tuple[int, int]) -> dict[str, Any]:
-    """Nodes that turn a tensor's blocks into the float32 initializer ``out`` of ``shape``.
-
-    ``transposed``: ``out`` is ``[cols, rows]`` (a MatMul's weight). Its blocks are then stored
-    with the row axis last, so the expansion ends in a plain reshape, never a transpose. Returns
-    the expansion as ``BLOCKS_KEY`` lists it."""
-    def lay(a: np.ndarray) -> np.ndarray:  # [rows, blocks, k] -> [blocks, k, rows] when transposed
-        return a.transpose(1, 2, 0) if transposed else a
-
-    block_axis = 1 if transposed else 2
-    q = edit.constant(f"{kind}.q", lay(parts["q"]))
-    d_init = edit.constant(f"{kind}.d", lay(parts["d"]))
-    d = edit.node("Cast", [d_init], "d", to=TensorProto.FLOAT)
-    if kind == "Q8_0":
-        values = edit.node("Cast", [q], "q", to=TensorProto.FLOAT)
-    else:
-        four = edit.constant("four", np.array(4, np.uint8))
-        high = edit.node("BitShift", [q, four], "high", direction="RIGHT")
-        low = edit.node("BitShift", [edit.node("BitShift", [q, four], "shifted", direction="LEFT"), four], "low",
-                        direction="RIGHT")
-        # byte j of a block holds element j (low nibble) and element j + 16 (high nibble)
-        values = edit.node("Cast", [edit.node("Concat", [low, high], "q", axis=block_axis)], "q", to=TensorProto.FLOAT)
-        if kind == "Q4_0":
-            values = edit.node("Sub", [values, edit.constant("eight", np.array(8, np.float32))], "q")
-    w = edit.node("Mul", [values, d], "w")
-    m = None
-    if kind == "Q4_1":
-        m = edit.constant("Q4_1.m", lay(parts["m"]))
-        w = edit.node("Add", [w, edit.node("Cast", [m], "m", to=TensorProto.FLOAT)], "w")
-    edit.nodes.append(helper.make_node("Reshape", [w, edit.constant("shape", np.array(shape, np.int64))], [out],
-                                       name=edit.name("reshape")))
-    return {"out": out, "kind": kind, "q": q, "d": d_init, "m": m, "dims": list(shape), "transposed": transposed}
+    return raw_blocks(kind, raw) if kind in RAW_TYPES else unpack(kind, raw)
 
 
 def _fingerprint(a: np.ndarray) -> str:
@@ -291,7 +225,7 @@ def store_blocks(model: GGUFModel, onnx_path: Path) -> Report:
             wanted[_fingerprint(w.T)] = (name, True)
         elif kind not in FLOAT_TYPES:
             report.dequantized[kind] = report.dequantized.get(kind, 0) + 1
-    edit = _GraphEditor()
+    edit = GraphEditor()
     expanded: dict[str, str] = {}  # GGUF name -> the initializer its first expansion makes
     recipes: list[dict[str, Any]] = []
     keep: list[onnx.TensorProto] = []
@@ -315,8 +249,9 @@ def store_blocks(model: GGUFModel, onnx_path: Path) -> Report:
                                                to=TensorProto.FLOAT))
             recipes.append({"out": init.name, "kind": "F16", "q": half, "dims": list(init.dims)})
         else:
-            recipes.append(_expand(edit, kind, _blocks(model, name), transposed, init.name,
-                                   tuple(init.dims)))  # type: ignore[arg-type]
+            expand = expand_raw if kind in RAW_TYPES else expand_planes
+            recipes.append(expand(edit, kind, _tensor_blocks(model, name), transposed, init.name,
+                                  tuple(init.dims)))  # type: ignore[arg-type]
         if name not in expanded:
             report.kept[kind] = report.kept.get(kind, 0) + 1
             expanded[name] = init.name

@@ -1,15 +1,19 @@
 """GGUF import (``buildtools/models/gguf_import.py``) round trip on GGUF files the test writes itself:
 tiny-chat's float weights, q/k rows permuted as llama.cpp's converter does, 2-D weights quantized by
-``gguf.quants`` (Q8_0 in one file, Q4_0 in the other; ``ffn_down``'s 688-wide rows stay F16).
+``gguf.quants`` (Q8_0, Q4_0, Q5_0, Q5_1, one file each; ``ffn_down``'s 688-wide rows stay F16) or,
+for the K-quants, by llama.cpp's quantizer from an F32 file (Q4_K_M: Q4_K and Q6_K; Q5_K_M: Q5_K
+and Q6_K; Q6_K; Q2_K: Q2_K, Q3_K and Q6_K; llama.cpp chooses per tensor).
 
 References are computed here: the float model with the weights ``gguf.quants.dequantize`` gives
-back from the very blocks written (rows un-permuted by this test's own inverse), and the
-unquantized float model itself."""
+back from the very blocks in the file (rows un-permuted by this test's own inverse), and the
+unquantized float model itself. The worker's own expansion (``worker/gguf_blocks.js``) runs in node
+on the imported file and is held to the same weights."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -22,13 +26,26 @@ import torch
 from buildtools.models.gguf_import import Report
 from csi.backends.cpython import CPythonBackend
 from tests.support.aio import run_async
-from tests.support.gguf_files import TINY_CHAT, WrittenGGUF, write_foreign_gguf, write_tiny_chat_gguf
+from tests.support.gguf_files import (
+    TINY_CHAT,
+    WrittenGGUF,
+    matrix_types,
+    quantize_tiny_chat_gguf,
+    write_foreign_gguf,
+    write_tiny_chat_gguf,
+)
 from tests.support.paths import ROOT
 from tests.support.prompts import PROMPTS
 from tests.support.reference import hf_chat, hf_prompt_ids
 from tests.support.smollm2_reference import one_torch_thread
 
 STEPS = 8  # greedy steps decoded on the KV cache after each prompt
+# file type -> the types its 2-D tensors must include (llama.cpp's K-quant files mix types)
+LLAMA_CPP_FILES = {"Q4_K_M": {"Q4_K", "Q6_K"}, "Q5_K_M": {"Q5_K", "Q6_K"}, "Q6_K": {"Q6_K"},
+                   "Q2_K": {"Q2_K", "Q3_K", "Q6_K"}}
+# onnx/model.onnx / the fp32 weights' bytes, at most (tiny-chat: ffn_down stays F16 in every file)
+SIZE_RATIO = {"Q8_0": 0.33, "Q4_0": 0.22, "Q5_0": 0.24, "Q5_1": 0.26, "Q4_K_M": 0.23, "Q5_K_M": 0.25,
+              "Q6_K": 0.27, "Q2_K": 0.19}
 
 
 @dataclass
@@ -39,13 +56,17 @@ class Imported:
     report: Report
 
 
-@pytest.fixture(scope="module", params=["Q8_0", "Q4_0"])
+@pytest.fixture(scope="module", params=["Q8_0", "Q4_0", "Q5_0", "Q5_1", *LLAMA_CPP_FILES])
 def imported(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Imported:
     from buildtools.models.gguf_import import import_gguf
 
     qtype = request.param
     tmp = tmp_path_factory.mktemp(f"gguf-{qtype}")
-    written = write_tiny_chat_gguf(tmp / f"tiny-chat-{qtype}.gguf", qtype)
+    if qtype in LLAMA_CPP_FILES:
+        written = quantize_tiny_chat_gguf(tmp / f"tiny-chat-{qtype}.gguf", qtype)
+        assert LLAMA_CPP_FILES[qtype] <= set(matrix_types(written)), matrix_types(written)
+    else:
+        written = write_tiny_chat_gguf(tmp / f"tiny-chat-{qtype}.gguf", qtype)
     # import_gguf checks itself against transformers' reading of the file (logits and greedy ids)
     report = import_gguf(written.path, tmp / "models" / "tiny-gguf", max_logit_diff=1e-4)
     return Imported(qtype, written, tmp / "models" / "tiny-gguf", report)
@@ -123,14 +144,57 @@ def test_onnxruntime_folds_the_blocks_into_exactly_the_dequantized_weights(impor
     assert len(matrices) == 4 * 7 + 2
 
 
+EXPAND = """
+import { readFileSync, writeFileSync } from "node:fs";
+const [module, model, graph, data] = process.argv.slice(1);
+const { expandBlocks } = await import(module);
+const made = expandBlocks(new Uint8Array(readFileSync(model)));
+writeFileSync(graph, made.graph);
+writeFileSync(data, made.data);
+"""
+
+
+def test_the_workers_expansion_makes_the_same_weights_and_logits(imported: Imported, tmp_path: Path) -> None:
+    """worker/gguf_blocks.js, run in node on the imported file, makes every weight bit for bit as
+    ``gguf.quants.dequantize`` gives it (as onnxruntime's folding does, above), and its graph
+    (expansion nodes and blocks gone, weights as external data) decodes as the file does."""
+    import onnx
+
+    folder = tmp_path / "models" / "tiny-gguf"
+    shutil.copytree(imported.folder, folder)
+    model = folder / "onnx" / "model.onnx"
+    recipes = json.loads({p.key: p.value for p in onnx.load(str(model), load_external_data=False).metadata_props}
+                         ["csi.gguf_blocks"])
+    subprocess.run(["node", "--input-type=module", "-e", EXPAND, (ROOT / "worker" / "gguf_blocks.js").as_uri(),
+                    str(model), str(model), str(model.parent / "gguf_expanded.bin")], check=True, timeout=120)
+    from onnx import numpy_helper
+
+    expanded = onnx.load(str(model))
+    assert not [n.name for n in expanded.graph.node if n.output[0].startswith("gguf/")]
+    assert not [i.name for i in expanded.graph.initializer if i.name.startswith("gguf/")]
+    weights = {i.name: numpy_helper.to_array(i) for i in expanded.graph.initializer}
+    made = {fingerprint(weights[r["out"]]) for r in recipes}
+    matrices = {k: w for k, w in imported.gguf.dequantized.items() if w.ndim == 2}
+    assert len(recipes) == len(matrices) == 4 * 7 + 2
+    missing = [k for k, w in matrices.items() if fingerprint(w) not in made and fingerprint(w.T) not in made]
+    assert missing == []
+    ids = hf_prompt_ids(PROMPTS[0])
+    tokens, ours = onnx_greedy(folder, ids, STEPS)
+    file_tokens, file_logits = onnx_greedy(imported.folder, ids, STEPS)
+    assert tokens == file_tokens
+    assert np.abs(ours - file_logits).max() < 1e-5
+
+
 def test_the_file_keeps_the_blocks_not_fp32(imported: Imported) -> None:
     """onnx/model.onnx is about the size of the GGUF's tensors (F16 and blocks stored as they are),
     far from the fp32 model's."""
     size = (imported.folder / "onnx" / "model.onnx").stat().st_size
     fp32 = sum(w.nbytes for w in imported.gguf.dequantized.values())
     assert abs(size - imported.gguf.tensor_bytes) < 0.08 * imported.gguf.tensor_bytes
-    assert size < {"Q8_0": 0.33, "Q4_0": 0.22}[imported.qtype] * fp32
-    assert imported.report.kept == {imported.qtype: 4 * 6 + 2, "F16": 4}
+    assert size < SIZE_RATIO[imported.qtype] * fp32
+    assert imported.report.kept == dict(matrix_types(imported.gguf))
+    if imported.qtype not in LLAMA_CPP_FILES:
+        assert imported.report.kept == {imported.qtype: 4 * 6 + 2, "F16": 4}
     assert imported.report.dequantized == {}
 
 

@@ -1,10 +1,13 @@
 """GGUF files written by the tests from tiny-chat's float weights, as llama.cpp's converter writes
 them (``convert_hf_to_gguf.py``: Llama's q/k rows permuted, 2-D weights block-quantized by
-``gguf.quants``), with the float weights a reader should recover computed here independently."""
+``gguf.quants``) or as llama.cpp's own quantizer rewrites such a file (K-quants, which ``gguf.quants``
+cannot make), with the float weights a reader should recover computed here independently."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -67,7 +70,8 @@ class WrittenGGUF:
 
 
 def write_tiny_chat_gguf(path: Path, qtype: str) -> WrittenGGUF:
-    """tiny-chat as a GGUF whose 2-D weights are ``qtype`` (``"Q8_0"``, ``"Q4_0"``, ``"Q4_1"``);
+    """tiny-chat as a GGUF whose 2-D weights are ``qtype`` (``"F32"`` or a type ``gguf.quants`` can
+    quantize: ``"Q8_0"``, ``"Q4_0"``, ``"Q4_1"``, ``"Q5_0"``, ``"Q5_1"``);
     weights whose rows do not split into 32-value blocks (``ffn_down``: 688 columns) are F16, as
     llama.cpp falls back. Tokenizer (byte-level BPE, ``tokenizer.ggml.model = "gpt2"``) and chat
     template from tiny-chat's folder."""
@@ -115,6 +119,61 @@ def write_tiny_chat_gguf(path: Path, qtype: str) -> WrittenGGUF:
     writer.write_tensors_to_file()
     writer.close()
     return WrittenGGUF(path, types, dequantized, tensor_bytes)
+
+
+_QUANTIZE = """
+import sys, llama_cpp
+params = llama_cpp.llama_model_quantize_default_params()
+params.ftype = getattr(llama_cpp, "LLAMA_FTYPE_MOSTLY_" + sys.argv[3])
+params.nthread = 1
+sys.exit(llama_cpp.llama_model_quantize(sys.argv[1].encode(), sys.argv[2].encode(), params))
+"""
+
+
+def quantize_tiny_chat_gguf(path: Path, ftype: str) -> WrittenGGUF:
+    """tiny-chat as llama.cpp's quantizer (llama-cpp-python's ``llama_model_quantize``) makes it
+    from the F32 GGUF ``write_tiny_chat_gguf`` writes, for the file type ``ftype`` (``"Q4_K_M"``,
+    ``"Q6_K"``, ...: llama.cpp picks each tensor's type, some rows fall back to other types), with
+    the weights ``gguf.quants.dequantize`` reads back from it."""
+    from buildtools.deps.llama_server import ensure_server
+
+    python, _ = ensure_server()  # llama-cpp-python in a venv of its own (compiled once)
+    source = path.with_name(path.stem + "-f32.gguf")
+    write_tiny_chat_gguf(source, "F32")
+    out = subprocess.run([str(python), "-c", _QUANTIZE, str(source), str(path), ftype], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    source.unlink()
+    return read_written_gguf(path)
+
+
+def read_written_gguf(path: Path) -> WrittenGGUF:
+    """A GGUF of tiny-chat's tensors as ``gguf``'s reader and reference dequantizer give them back
+    (q/k rows un-permuted by this module's own inverse)."""
+    from gguf import GGMLQuantizationType, GGUFReader
+    from gguf.quants import dequantize
+
+    config, weights = tiny_chat_float()
+    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
+    by_gguf = {gguf_name(hf): hf for hf in weights}
+    types: dict[str, str] = {}
+    dequantized: dict[str, np.ndarray] = {}
+    tensor_bytes = 0
+    for t in GGUFReader(str(path)).tensors:
+        hf = by_gguf[t.name]
+        n_head = heads if ".q_proj." in hf else kv_heads if ".k_proj." in hf else 0
+        back = dequantize(np.asarray(t.data), GGMLQuantizationType[t.tensor_type.name]).astype(np.float32)
+        back = back.reshape(weights[hf].shape)
+        dequantized[hf] = unpermute(back, n_head) if n_head else back
+        types[t.name] = t.tensor_type.name
+        tensor_bytes += int(t.n_bytes)
+    assert set(dequantized) == set(weights)
+    return WrittenGGUF(path, types, dequantized, tensor_bytes)
+
+
+def matrix_types(written: WrittenGGUF) -> Counter[str]:
+    """How many 2-D tensors of each type the file holds."""
+    return Counter(written.types[gguf_name(hf)] for hf, w in written.dequantized.items() if w.ndim == 2)
 
 
 def _add_tokenizer(writer: GGUFWriter) -> None:
