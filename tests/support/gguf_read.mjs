@@ -19,16 +19,18 @@ function plain(v) {
 
 /** @param {string} path */
 async function readOne(path) {
-  const file = await open(path);
   let bytesRead = 0;
+  /** @type {import("node:fs/promises").FileHandle|null} */
+  let file = null;
   try {
+    file = await open(path);
     const size = (await file.stat()).size;
     const source = {
       size,
       /** @param {number} offset @param {number} length */
       read: async (offset, length) => {
         const bytes = new Uint8Array(length);
-        const { bytesRead: n } = await file.read(bytes, 0, length, offset);
+        const { bytesRead: n } = await /** @type {import("node:fs/promises").FileHandle} */ (file).read(bytes, 0, length, offset);
         bytesRead += n;
         return bytes.subarray(0, n);
       },
@@ -39,7 +41,7 @@ async function readOne(path) {
     const err = /** @type {Error} */ (e);
     return { error: { name: err.name, message: err.message, isGGUFError: err.constructor.name === "GGUFError" } };
   } finally {
-    await file.close();
+    await file?.close();
   }
 }
 
