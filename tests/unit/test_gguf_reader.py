@@ -228,6 +228,23 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         path = tmp / f"hostile_{len(out)}.gguf"
         path.write_bytes(data)
         out[name] = path
+    for name, data in scrambled(out["written"]).items():
+        path = tmp / f"scrambled_{len(out)}.gguf"
+        path.write_bytes(data)
+        out[name] = path
+    return out
+
+
+def scrambled(base: Path, n: int = 100) -> dict[str, bytes]:
+    """The file with 1 to 8 header bytes at random places set to random values (or 0xff)."""
+    data = base.read_bytes()
+    header = GGUFReader(base).data_offset
+    rng = np.random.default_rng(1)
+    out = {}
+    for i in range(n):
+        at, width = int(rng.integers(0, header)), int(rng.integers(1, 9))
+        new = bytes([255] * width) if i % 4 == 0 else rng.integers(0, 256, width, dtype=np.uint8).tobytes()
+        out[f"scrambled {i}: {width} bytes at {at}"] = patch(data, at, new)[:len(data)]
     return out
 
 
@@ -297,3 +314,50 @@ def test_hostile_files_give_a_gguf_error_naming_the_problem(files: dict[str, Pat
                 and re.search(pattern, error["message"])):
             wrong[name] = read[name].get("error") or "read without an error"
     assert not wrong, json.dumps(wrong, indent=1)
+
+
+SOURCES = """
+const [, url, hex, path] = process.argv;
+const { readGGUFHeader, blobSource, bytesSource } = await import(url);
+const { readFile } = await import("node:fs/promises");
+const prefix = Uint8Array.from(hex.match(/../g), (h) => parseInt(h, 16));
+/** a 1 TB file of zeros after `prefix`, read only where asked */
+const huge = { size: 2 ** 40, read: async (offset, length) => {
+  const out = new Uint8Array(length);
+  out.set(prefix.subarray(offset, offset + length));
+  return out;
+} };
+const file = new Uint8Array(await readFile(path));
+const short = { size: file.length, read: async (offset, length) => file.subarray(offset, offset + length - 1) };
+const outcome = (p) => p.then((h) => JSON.stringify([h.metadata, h.tensors], (k, v) =>
+  v instanceof Map ? Object.fromEntries(v) : ArrayBuffer.isView(v) ? Array.from(v, String) : typeof v === "bigint"
+    ? String(v) : v), (e) => `${e.name}: ${e.message}`);
+const results = [await outcome(readGGUFHeader(huge)), await outcome(readGGUFHeader(short)),
+  await outcome(readGGUFHeader(bytesSource(file))), await outcome(readGGUFHeader(blobSource(new Blob([file])))),
+  await outcome(readGGUFHeader({ size: 2 ** 60, read: huge.read }))];
+process.stdout.write(JSON.stringify(results));
+"""
+
+
+def test_limits_short_reads_and_the_blob_and_bytes_sources(files: dict[str, Path]) -> None:
+    """A 1 TB file (made up, read where asked) whose one key is an array of 2^25 strings passes the
+    bytes-left checks and stops at the limit on items; a source reading a byte short, an unsafe file
+    size: GGUFErrors; a Blob and bytes in memory read as the file does."""
+    prefix = b"GGUF" + u32(3) + u64(0) + u64(1) + u64(1) + b"k" + u32(9) + u32(8) + u64(2**25)
+    module = (ROOT / "worker" / "gguf_reader.js").as_uri()
+    out = subprocess.run(["node", "--input-type=module", "-e", SOURCES, module, prefix.hex(), str(files["written"])],
+                         capture_output=True, text=True, check=True, timeout=60)
+    huge, short, from_bytes, from_blob, unsafe = json.loads(out.stdout)
+    assert huge == 'GGUFError: metadata key "k": more than 16777216 strings, bools and arrays in metadata arrays'
+    assert short.startswith("GGUFError: the header: reading ") and short.endswith(" bytes")
+    assert unsafe == "GGUFError: a file size of 1152921504606847000 bytes"  # 2**60 as JS writes it
+    assert from_bytes == from_blob and json.loads(from_bytes)[0]["test.string"] == TEXT
+
+
+def test_scrambled_headers_read_or_give_a_gguf_error(read: dict[str, Any]) -> None:
+    """(never another error: no RangeError, no TypeError)"""
+    scrambled = {name: got for name, got in read.items() if name.startswith("scrambled")}
+    assert len(scrambled) == 100
+    assert not {name: got["error"] for name, got in scrambled.items()
+                if "header" not in got and not (got["error"]["name"] == "GGUFError" and got["error"]["isGGUFError"])}
+    assert sum("error" in got for got in scrambled.values()) > 50
