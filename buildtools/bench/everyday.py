@@ -38,7 +38,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "temperature 1 (old engine default)": {"temperature": 1.0},
 }
 SEEDS = (1, 2, 3)
-MAX_TOKENS = 48
+MAX_TOKENS = 96
 
 
 def right(answer: str, words: tuple[str, ...]) -> bool:

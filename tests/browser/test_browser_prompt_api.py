@@ -171,8 +171,9 @@ def test_a_session_without_sampling_options_samples_as_the_model_declares(app_en
         const params = await LanguageModel.params();
         const session = await LanguageModel.create();
         const reply = await session.prompt('Write me a poem.');
+        const messages = [{role: 'user', content: 'Write me a poem.'}];
         const ask = async (extra) => (await engine.chat.completions.create(
-          {messages: [{role: 'user', content: 'Write me a poem.'}], max_tokens: arg, ...extra})).choices[0].message.content;
+          {messages, max_tokens: arg, ...extra})).choices[0].message.content;
         const balanced = await LanguageModel.create({samplingMode: 'balanced'});
         return {params: [params.defaultTemperature, params.defaultTopK], session: [session.temperature, session.topK,
                 session.samplingMode], reply, greedy: await ask({temperature: 0}),

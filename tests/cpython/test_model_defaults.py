@@ -53,7 +53,8 @@ def hf(folder: Path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(folder), AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    return AutoTokenizer.from_pretrained(folder), model
 
 
 def hf_generate(hf, ids: list[int]) -> list[int]:
@@ -109,3 +110,18 @@ def test_generation_config_reading_follows_transformers() -> None:
     assert from_generation_config({"eos_token_id": 2}) == SamplingDefaults()
     assert from_generation_config({"temperature": "hot", "top_p": 7, "repetition_penalty": -1}) == SamplingDefaults()
     assert from_generation_config(["not", "a", "config"]) == SamplingDefaults()
+
+
+def test_a_ggufs_sampling_keys_become_generation_config_entries() -> None:
+    from gguf.constants import Keys
+
+    from csi.core.sampling_defaults import generation_config_of_gguf
+
+    meta = {Keys.General.SAMPLING_TEMP: 0.6, Keys.General.SAMPLING_TOP_K: 20, Keys.General.SAMPLING_TOP_P: 0.95,
+            Keys.General.SAMPLING_PENALTY_REPEAT: 1.05, Keys.General.SAMPLING_MIN_P: 0.0, "general.name": "x"}
+    config = generation_config_of_gguf(meta)
+    assert config == {"do_sample": True, "temperature": 0.6, "top_k": 20, "top_p": 0.95, "repetition_penalty": 1.05}
+    assert from_generation_config(config) == SamplingDefaults(temperature=0.6, top_k=20, top_p=0.95,
+                                                              repetition_penalty=1.05)
+    assert generation_config_of_gguf({Keys.General.SAMPLING_TEMP: 0.0}) == {"do_sample": False, "temperature": 0.0}
+    assert generation_config_of_gguf({}) == {}
