@@ -1,0 +1,139 @@
+"""GGUF import of the Qwen3, Gemma 3 and Phi-3 families: a tiny random-weight model of each, made by
+transformers (``tests/support/tiny_families.py``), converted to GGUF by llama.cpp's own
+``convert_hf_to_gguf.py`` (``tests/support/llama_convert.py``; F32, so the file holds the model's
+weights exactly), imported by ``build.py``'s importer, and held to the model it came from: the
+imported ONNX, run by csi's CPython backend with its KV cache, gives torch's logits on that model
+and the same greedy tokens. The importer checks itself against transformers' reading of the file
+as well (``import_gguf``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from csi.backends.cpython import CPythonBackend
+from tests.support.aio import run_async
+from tests.support.gguf_files import write_foreign_gguf
+from tests.support.llama_convert import convert
+from tests.support.prompts import PROMPTS
+from tests.support.reference import hf_chat, hf_prompt_ids
+from tests.support.smollm2_reference import one_torch_thread
+from tests.support.tiny_families import FAMILIES, make_family_model
+
+STEPS = 8
+MAX_LOGIT_DIFF = 1e-3
+
+
+@dataclass
+class Imported:
+    family: str
+    source: torch.nn.Module  # the transformers model the GGUF was converted from
+    gguf: Path
+    folder: Path
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def imported(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Imported:
+    from buildtools.models.gguf_import import import_gguf
+
+    family = request.param
+    tmp = tmp_path_factory.mktemp(f"family-{family}")
+    source = make_family_model(family, tmp / f"tiny-{family}")
+    gguf = convert(tmp / f"tiny-{family}")
+    folder = tmp / "models" / f"tiny-{family}-gguf"
+    import_gguf(gguf, folder, max_logit_diff=1e-4)
+    return Imported(family, source, gguf, folder)
+
+
+def onnx_greedy(folder: Path, ids: list[int], steps: int) -> tuple[list[int], np.ndarray]:
+    """Greedy decoding by csi's CPython backend on the imported folder (a prefill, then one-token
+    steps on its KV cache): the tokens and the logits each was chosen from."""
+    backend = CPythonBackend(folder.parent)
+    run_async(backend.load_model(folder.name, "cpu", None))
+    logits = [backend.forward(folder.name, ids)]
+    tokens = [int(np.argmax(logits[-1]))]
+    for _ in range(steps - 1):
+        logits.append(backend.forward(folder.name, [tokens[-1]]))
+        tokens.append(int(np.argmax(logits[-1])))
+    return tokens, np.array(logits)
+
+
+def test_the_import_decodes_as_the_source_model(imported: Imported) -> None:
+    """Prompts longer than Gemma's window of 4, then cached steps: every logit within 1e-3 of
+    torch's on the model the GGUF was made from, and torch's greedy tokens."""
+    worst = 0.0
+    for messages in PROMPTS[:2]:
+        ids = hf_prompt_ids(messages)
+        assert len(ids) > 8
+        tokens, ours = onnx_greedy(imported.folder, ids, STEPS)
+        with torch.no_grad(), one_torch_thread():
+            expected = imported.source(torch.tensor([ids + tokens[:-1]])).logits[0, len(ids) - 1:].numpy()
+        assert tokens == expected.argmax(-1).tolist()
+        worst = max(worst, float(np.abs(ours - expected).max()))
+        assert float(np.abs(expected).max()) > 0.1  # logits that say something
+    print(f"{imported.family}: max |logit diff| vs the source model {worst:.2e}")
+    assert worst < MAX_LOGIT_DIFF
+
+
+def test_the_config_is_the_families(imported: Imported) -> None:
+    config = json.loads((imported.folder / "config.json").read_text())
+    source = imported.source.config
+    assert config["model_type"] == source.model_type
+    assert config["architectures"] == [type(imported.source).__name__]
+    assert config["head_dim"] == getattr(source, "head_dim", source.hidden_size // source.num_attention_heads)
+    assert config["num_key_value_heads"] == source.num_key_value_heads
+    assert config["tie_word_embeddings"] == source.tie_word_embeddings
+    if imported.family == "gemma3":
+        assert config["layer_types"] == source.layer_types == ["sliding_attention"] * 5 + ["full_attention"]
+        assert config["rope_parameters"] == source.rope_parameters
+        for key in ("sliding_window", "final_logit_softcapping", "query_pre_attn_scalar", "hidden_activation"):
+            assert config[key] == getattr(source, key), key
+    if imported.family == "phi3":
+        assert config["rope_parameters"]["partial_rotary_factor"] == 0.75
+
+
+def test_the_tokenizer_comes_through(imported: Imported) -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(imported.folder)
+    text = "Ünïcödé  and\n\n  spaces 12345 <|im_end|>"
+    assert tok.encode(text) == hf_chat()[0].encode(text)
+    assert tok.decode(tok.encode(text)) == text
+    assert len(tok) == 4096
+    for messages in PROMPTS[:3]:
+        assert list(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                            return_dict=False)) == hf_prompt_ids(messages)
+
+
+@pytest.mark.parametrize("arch", ["gemma2", "phi2", "qwen3moe", "mistral3"])
+def test_other_architectures_are_refused_by_name(arch: str, tmp_path: Path) -> None:
+    from buildtools.models.gguf_import import GGUFImportError, read_gguf
+
+    path = tmp_path / f"{arch}.gguf"
+    write_foreign_gguf(path, arch)
+    with pytest.raises(GGUFImportError, match=f"unsupported architecture '{arch}'"):
+        read_gguf(path)
+
+
+def test_phi3_longrope_is_refused_by_name(tmp_path: Path) -> None:
+    from gguf import GGUFWriter
+
+    from buildtools.models.gguf_import import GGUFImportError, read_gguf
+
+    path = tmp_path / "phi3-128k.gguf"
+    writer = GGUFWriter(str(path), "phi3")
+    writer.add_block_count(1)
+    writer.add_tensor("token_embd.weight", np.zeros((16, 32), np.float32))
+    writer.add_tensor("rope_factors_long.weight", np.ones(8, np.float32))
+    writer.add_tensor("rope_factors_short.weight", np.ones(8, np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(GGUFImportError, match="LongRoPE"):
+        read_gguf(path)
