@@ -9,6 +9,7 @@ as well (``import_gguf``)."""
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from csi.backends.cpython import CPythonBackend
 from tests.support.aio import run_async
 from tests.support.gguf_files import write_foreign_gguf
 from tests.support.llama_convert import convert
+from tests.support.paths import ROOT
 from tests.support.prompts import PROMPTS
 from tests.support.reference import hf_chat, hf_prompt_ids
 from tests.support.smollm2_reference import one_torch_thread
@@ -78,6 +80,43 @@ def test_the_import_decodes_as_the_source_model(imported: Imported) -> None:
         assert float(np.abs(expected).max()) > 0.1  # logits that say something
     print(f"{imported.family}: max |logit diff| vs the source model {worst:.2e}")
     assert worst < MAX_LOGIT_DIFF
+
+
+TRANSFORMERS_JS = """
+const [module, dir, name, idsJson, steps] = process.argv.slice(1);
+const { AutoModelForCausalLM, Tensor, env } = await import(module);
+env.localModelPath = dir + "/";
+env.allowRemoteModels = false;
+const ids = JSON.parse(idsJson);
+const model = await AutoModelForCausalLM.from_pretrained(name, { dtype: "fp32", device: "cpu" });
+const input_ids = new Tensor("int64", BigInt64Array.from(ids.map(BigInt)), [1, ids.length]);
+const attention_mask = new Tensor("int64", new BigInt64Array(ids.length).fill(1n), [1, ids.length]);
+const { logits } = await model({ input_ids, attention_mask });
+const vocab = logits.dims[2];
+const last = Array.from(logits.data.slice((ids.length - 1) * vocab, ids.length * vocab));
+const out = await model.generate({ input_ids, attention_mask, max_new_tokens: Number(steps), do_sample: false });
+console.log(JSON.stringify({ last, greedy: out.tolist()[0].slice(ids.length).map(Number) }));
+"""
+
+
+def test_transformers_js_decodes_the_import_as_the_source_model(imported: Imported) -> None:
+    """transformers.js (node, onnxruntime-node), as csi-web's worker uses it: its own position ids
+    (1-based for gemma3_text), mask and cache handling, held to torch on the source model."""
+    ids = hf_prompt_ids(PROMPTS[0])
+    module = (ROOT / "node_modules" / "@huggingface" / "transformers" / "dist" / "transformers.node.mjs").as_uri()
+    out = subprocess.run(["node", "--input-type=module", "-e", TRANSFORMERS_JS, module, str(imported.folder.parent),
+                          imported.folder.name, json.dumps(ids), str(STEPS)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    with torch.no_grad(), one_torch_thread():
+        expected = imported.source.generate(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids),
+                                            dtype=torch.long), max_new_tokens=STEPS, do_sample=False,
+                                            eos_token_id=None, output_logits=True, return_dict_in_generate=True)
+    assert got["greedy"] == expected.sequences[0, len(ids):].tolist()
+    diff = float(np.abs(np.array(got["last"]) - expected.logits[0][0].numpy()).max())
+    print(f"{imported.family}: transformers.js max |logit diff| vs the source model {diff:.2e}")
+    assert diff < MAX_LOGIT_DIFF
 
 
 def test_the_config_is_the_families(imported: Imported) -> None:
