@@ -119,6 +119,47 @@ def test_transformers_js_decodes_the_import_as_the_source_model(imported: Import
     assert diff < MAX_LOGIT_DIFF
 
 
+LLAMA_CPP_LOGITS = """
+import json, sys
+import llama_cpp
+path, ids = sys.argv[1], json.loads(sys.argv[2])
+llm = llama_cpp.Llama(model_path=path, n_ctx=256, n_batch=256, logits_all=True, verbose=False, n_threads=1,
+                      type_k=0, type_v=0)  # GGML_TYPE_F32: a float32 KV cache, not the default float16
+llm.eval(ids)
+print(json.dumps([list(map(float, row)) for row in llm.scores[:len(ids)]]))
+"""
+# llama.cpp against the import on the same file, every prompt position: ~1e-5 where both compute in
+# float32; Gemma's ~2.5e-3 is mostly ggml's GELU, which goes through a float16 table (the same
+# rounding put into torch's GELU brings torch within 8e-4 of llama.cpp on this model)
+LLAMA_CPP_MAX_DIFF = {"qwen3": 1e-4, "phi3": 1e-4, "gemma3": 5e-3}
+
+
+def test_llama_cpp_reads_the_file_as_the_import_does(imported: Imported) -> None:
+    """llama.cpp itself (llama-cpp-python, built by the tests) runs the very GGUF: its logits on a
+    chat prompt agree with the imported ONNX's and pick the same tokens at every position."""
+    import onnxruntime as ort
+
+    from buildtools.deps.llama_server import ensure_server
+    from buildtools.models.onnx_decoder import CacheShape, _inputs, _io_names
+
+    python, _ = ensure_server()
+    ids = hf_prompt_ids(PROMPTS[0])
+    out = subprocess.run([str(python), "-c", LLAMA_CPP_LOGITS, str(imported.gguf), json.dumps(ids)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    theirs = np.array(json.loads(out.stdout.strip().splitlines()[-1]), np.float32)
+    config = json.loads((imported.folder / "config.json").read_text())
+    shape = CacheShape(config["num_hidden_layers"], config["num_key_value_heads"], config["head_dim"])
+    names, _ = _io_names(shape)
+    past = [np.zeros((1, shape.kv_heads, 0, shape.head_dim), np.float32)] * (2 * shape.layers)
+    session = ort.InferenceSession(str(imported.folder / "onnx" / "model.onnx"), providers=["CPUExecutionProvider"])
+    ours = session.run(["logits"], {n: np.asarray(t) for n, t in zip(names, _inputs(ids, past), strict=True)})[0][0]
+    diff = float(np.abs(ours - theirs).max())
+    print(f"{imported.family}: llama.cpp max |logit diff| vs the import {diff:.2e} over {len(ids)} positions")
+    assert ours.argmax(-1).tolist() == theirs.argmax(-1).tolist()
+    assert diff < LLAMA_CPP_MAX_DIFF[imported.family]
+
+
 def test_the_config_is_the_families(imported: Imported) -> None:
     config = json.loads((imported.folder / "config.json").read_text())
     source = imported.source.config

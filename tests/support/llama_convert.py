@@ -7,8 +7,8 @@ in a subprocess of this venv's Python, with two stand-ins that touch only the to
 weights or the model's metadata:
 
 - tiny-chat's byte-level BPE tokenizer is not in the converter's table of known pre-tokenizers
-  (it identifies them by hashing their output), so the converter is told it is ``gpt2``'s, which it
-  is (GPT-2's regex split, byte-level);
+  (it identifies them by hashing their output), so the converter is told it is ``gpt-2`` (llama.cpp's
+  name for GPT-2's), which it is (GPT-2's regex split, byte-level);
 - ``sentencepiece`` is not installed here; a stand-in module makes the converter's optional
   sentencepiece attempt fail as it does when ``tokenizer.model`` is absent, so it falls back to BPE.
 
@@ -32,14 +32,16 @@ from tests.support.paths import ROOT
 
 SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"  # llama_cpp_python-0.3.36.tar.gz
 HOME = (ROOT / ".cache").resolve() / "llama-convert"
+# general.name: llama.cpp special-cases some names (a "phi3" one looks up Phi-3's own special tokens)
+MODEL_NAME = "csi-tiny"
 MEMBERS = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/")
 
 RUNNER = """
 import runpy, sys
 sys.path.insert(0, sys.argv[1])
 import conversion.base as base
-base.TextModel.get_vocab_base_pre = lambda self, tokenizer: "gpt2"  # tiny-chat's split is GPT-2's
-sys.argv = [sys.argv[1] + "/convert_hf_to_gguf.py", *sys.argv[2:]]
+base.TextModel.get_vocab_base_pre = lambda self, tokenizer: "gpt-2"  # tiny-chat's split is GPT-2's
+sys.argv = [sys.argv[1] + "/convert_hf_to_gguf.py", *sys.argv[2:]]  # run as "python -c RUNNER folder args"
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 SENTENCEPIECE_STAND_IN = """
@@ -75,9 +77,6 @@ def converter() -> Path:
                       and m.name[len(prefix):].startswith(MEMBERS) and (m.isfile() or m.isdir())]
             tar.extractall(tmp, members=wanted, filter="data")
             shutil.move(Path(tmp) / prefix, folder)
-        (folder / "stand-ins" / "sentencepiece").mkdir(parents=True)
-        (folder / "stand-ins" / "sentencepiece" / "__init__.py").write_text(SENTENCEPIECE_STAND_IN)
-        (folder / "run_convert.py").write_text(RUNNER)
         (folder / ".complete").write_text(SDIST_SHA256 + "\n")
     return folder
 
@@ -85,7 +84,7 @@ def converter() -> Path:
 def convert(model_dir: Path, outtype: str = "f32") -> Path:
     """``model_dir`` (a Hugging Face model folder) as llama.cpp's converter writes it (``--outtype``),
     from the cache when these very inputs were converted before."""
-    digest = hashlib.sha256(f"{VERSION}\n{outtype}\n{RUNNER}\n{SENTENCEPIECE_STAND_IN}\n".encode())
+    digest = hashlib.sha256(f"{VERSION}\n{outtype}\n{MODEL_NAME}\n{RUNNER}\n{SENTENCEPIECE_STAND_IN}\n".encode())
     for path in sorted(p for p in model_dir.iterdir() if p.is_file()):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     out = HOME / "gguf" / f"{model_dir.name}-{outtype}-{digest.hexdigest()[:16]}.gguf"
@@ -93,13 +92,16 @@ def convert(model_dir: Path, outtype: str = "f32") -> Path:
         return out
     folder = converter()
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".part")
-    env = {"PYTHONPATH": f"{folder / 'gguf-py'}:{folder / 'stand-ins'}", "PATH": "/usr/bin:/bin",
-           "HOME": str(HOME), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, str(folder / "run_convert.py"), str(folder), str(model_dir),
-                           "--outtype", outtype, "--outfile", str(tmp)], capture_output=True, text=True,
-                          env=env, timeout=300)
-    if done.returncode != 0:
-        raise RuntimeError(f"convert_hf_to_gguf.py failed:\n{done.stderr[-3000:]}")
-    tmp.replace(out)
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        (Path(tmp) / "sentencepiece").mkdir()
+        (Path(tmp) / "sentencepiece" / "__init__.py").write_text(SENTENCEPIECE_STAND_IN)
+        env = {"PYTHONPATH": f"{folder / 'gguf-py'}:{tmp}", "PATH": "/usr/bin:/bin", "HOME": tmp,
+               "HF_HUB_OFFLINE": "1"}
+        part = Path(tmp) / "out.gguf"
+        done = subprocess.run([sys.executable, "-c", RUNNER, str(folder), str(model_dir), "--outtype", outtype,
+                               "--model-name", MODEL_NAME, "--outfile", str(part)], capture_output=True, text=True,
+                              env=env, timeout=300)
+        if done.returncode != 0:
+            raise RuntimeError(f"convert_hf_to_gguf.py failed:\n{done.stderr[-3000:]}")
+        part.replace(out)
     return out
