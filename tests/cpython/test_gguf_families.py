@@ -190,6 +190,36 @@ def test_the_tokenizer_comes_through(imported: Imported) -> None:
                                             return_dict=False)) == hf_prompt_ids(messages)
 
 
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_q8_0_files_keep_their_blocks(family: str, tmp_path: Path) -> None:
+    """The converter's Q8_0 file of each family: every matrix kept as its Q8_0 blocks (the file about
+    the GGUF's size), the import within 1e-4 of transformers' reading of the file (``import_gguf``
+    checks it) and no further from the source model than that reading is."""
+    from gguf import GGUFReader
+
+    from buildtools.models.gguf_import import import_gguf, reference_model
+
+    source = make_family_model(family, tmp_path / f"tiny-{family}")
+    gguf = convert(tmp_path / f"tiny-{family}", "q8_0")
+    matrices = [t.name for t in GGUFReader(str(gguf)).tensors if len(t.shape) == 2]
+    report = import_gguf(gguf, tmp_path / "models" / "q8", max_logit_diff=1e-4)
+    assert report.kept == {"Q8_0": len(matrices)} and report.dequantized == {}
+    size = (tmp_path / "models" / "q8" / "onnx" / "model.onnx").stat().st_size
+    assert abs(size - gguf.stat().st_size) < 0.08 * gguf.stat().st_size
+    ids = hf_prompt_ids(PROMPTS[0])
+    tokens, ours = onnx_greedy(tmp_path / "models" / "q8", ids, STEPS)
+    config = json.loads((tmp_path / "models" / "q8" / "config.json").read_text())
+    with torch.no_grad(), one_torch_thread():
+        sequence = torch.tensor([ids + tokens[:-1]])
+        read = reference_model(gguf, config)(sequence).logits[0, len(ids) - 1:].numpy()
+        exact = source(sequence).logits[0, len(ids) - 1:].numpy()
+    assert tokens == read.argmax(-1).tolist()
+    assert np.abs(ours - read).max() < 1e-4
+    quantization_error = float(np.abs(read - exact).max())
+    assert quantization_error > 1e-3, "the weights were not quantized"
+    assert np.abs(ours - exact).max() <= 1.05 * quantization_error
+
+
 @pytest.mark.parametrize("arch", ["gemma2", "phi2", "qwen3moe", "mistral3"])
 def test_other_architectures_are_refused_by_name(arch: str, tmp_path: Path) -> None:
     from buildtools.models.gguf_import import GGUFImportError, read_gguf
