@@ -51,6 +51,11 @@ UNREAD_BY_TRANSFORMERS = {
                "sliding_window", "rope_parameters"),
     "phi3": ("rope_parameters", "sliding_window", "original_max_position_embeddings", "pad_token_id"),
 }
+# llama.cpp ends generation on the file's EOS, EOT and EOM tokens and on tokens it knows by their text;
+# the new families' chat templates end turns with these (Qwen's, Phi-3's, Gemma's), which their
+# GGUFs do not always name as EOS (Phi-3: <|endoftext|>; Gemma 3 base models: <eos>)
+END_OF_TURN = ("<|im_end|>", "<|end|>", "<end_of_turn>")
+END_OF_TURN_FAMILIES = ("qwen3", "gemma3", "phi3")
 GEMMA3_SWA_PATTERN = 6  # llama.cpp's default for Gemma 3: five sliding-window layers, then a global one
 GEMMA3_LOCAL_BASE = 10000.0  # llama.cpp's default rope base of the sliding-window layers
 
@@ -112,6 +117,11 @@ def family_config(model: GGUFModel, config: dict[str, Any]) -> None:
         return
     for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
         config.setdefault(key, None)  # not the class defaults (Gemma's, Phi3's), which name other tokens
+    ends = [config["eos_token_id"], model.get("tokenizer.ggml.eot_token_id"), model.get("tokenizer.ggml.eom_token_id"),
+            *model.end_of_turn]
+    ends = sorted({int(e) for e in ends if e is not None})
+    if len(ends) > 1:
+        config["eos_token_id"] = ends
     if arch == "qwen3":
         config.update(attention_bias=has("blk.0.attn_q.bias"), rope_parameters={"rope_type": "default",
                                                                                 "rope_theta": theta})

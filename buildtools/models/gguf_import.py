@@ -57,6 +57,7 @@ class GGUFModel:
     meta: dict[str, Any]
     tensors: dict[str, Any]  # name -> gguf ReaderTensor
     types: dict[str, str] = field(default_factory=dict)
+    end_of_turn: list[int] = field(default_factory=list)  # ids of the vocabulary's end-of-turn tokens
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.meta.get(f"{self.arch}.{key}", self.meta.get(key, default))
@@ -86,6 +87,9 @@ def read_gguf(path: Path) -> GGUFModel:
             f"{', '.join(names)} and {last} architectures")
     tensors = {t.name: t for t in reader.tensors}
     model = GGUFModel(path, arch, meta, tensors, {n: t.tensor_type.name for n, t in tensors.items()})
+    if arch in families.END_OF_TURN_FAMILIES and "tokenizer.ggml.tokens" in reader.fields:
+        tokens = reader.fields["tokenizer.ggml.tokens"].contents()
+        model.end_of_turn = [i for i, t in enumerate(tokens) if t in families.END_OF_TURN]
     reason = families.refuse(model)
     if reason is not None:
         raise GGUFImportError(reason)
@@ -395,7 +399,7 @@ def _import(path: Path, out: Path, model: GGUFModel, config: dict[str, Any], che
         worst = verify_decoder(reference, shape, onnx_path, config["vocab_size"], seed=11, max_diff=max_logit_diff)
         tokenizer = AutoTokenizer.from_pretrained(str(tmp))
         session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-        eos = {config["eos_token_id"]} if "eos_token_id" in config else set()
+        eos = set(np.atleast_1d(config.get("eos_token_id") or []).tolist())
         for prompt in check_prompts:
             ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
                                                 tokenize=True, return_dict=False)

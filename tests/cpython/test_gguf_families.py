@@ -190,6 +190,20 @@ def test_the_tokenizer_comes_through(imported: Imported) -> None:
                                             return_dict=False)) == hf_prompt_ids(messages)
 
 
+def test_generation_ends_on_the_end_of_turn_token_too(imported: Imported) -> None:
+    """A Phi-3 GGUF names <|endoftext|> its EOS while its chat turns end on <|end|> (Gemma 3 base
+    models: <eos> and <end_of_turn>): the import stops on both, as llama.cpp does. Here the file's
+    EOS is <|im_end|> (2), tiny-chat's end of turn; named <|endoftext|> (0) instead, both end."""
+    from buildtools.models.gguf_import import hf_config, read_gguf
+
+    model = read_gguf(imported.gguf)
+    assert model.end_of_turn == [2]
+    assert hf_config(model)["eos_token_id"] == 2
+    model.meta["tokenizer.ggml.eos_token_id"] = 0
+    assert hf_config(model)["eos_token_id"] == [0, 2]
+    assert json.loads((imported.folder / "generation_config.json").read_text())["eos_token_id"] == 2
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_q8_0_files_keep_their_blocks(family: str, tmp_path: Path) -> None:
     """The converter's Q8_0 file of each family: every matrix kept as its Q8_0 blocks (the file about
