@@ -96,6 +96,12 @@ def refuse(model: GGUFModel) -> str | None:
     return None
 
 
+def unread(config: dict[str, Any]) -> dict[str, Any]:
+    """The keys of the importer's ``config`` that transformers' GGUF reader would leave at their defaults."""
+    arch = {v: k for k, v in MODEL_TYPES.items()}.get(config.get("model_type", ""), config.get("model_type", ""))
+    return {k: config[k] for k in UNREAD_BY_TRANSFORMERS.get(arch, ()) if k in config}
+
+
 def head_dim(model: GGUFModel) -> int:
     hidden, heads = int(model.get("embedding_length")), int(model.get("attention.head_count"))
     if model.get("attention.key_length") is not None:

@@ -41,7 +41,6 @@ FLOAT_TYPES = ("F32",)
 # {out, kind, dims, transposed, planes, offset, shape, d, sc, sc_signed, mn, msc, nibbles} (the planes
 # layout of gguf_blocks), {out, transpose_of, dims} (a tied LM head), or {out, kind: "F16", q, dims}.
 BLOCKS_KEY = "csi.gguf_blocks"
-MODEL_TYPES_BACK = {v: k for k, v in MODEL_TYPES.items()}
 
 
 class GGUFImportError(ValueError):
@@ -330,11 +329,8 @@ def reference_model(path: Path, config: dict[str, Any] | None = None) -> Any:
     import torch
     from transformers import AutoModelForCausalLM
 
-    config = config or {}
-    arch = MODEL_TYPES_BACK.get(config.get("model_type", ""), config.get("model_type", ""))
-    unread = {k: config[k] for k in families.UNREAD_BY_TRANSFORMERS.get(arch, ()) if k in config}
     return AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32,
-                                                attn_implementation="eager", **unread).eval()
+                                                attn_implementation="eager", **families.unread(config or {})).eval()
 
 
 def greedy_ids(session: Any, shape: Any, prompt: list[int], steps: int, eos: set[int]) -> list[int]:
