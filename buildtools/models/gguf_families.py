@@ -14,7 +14,10 @@ names of their tensors, what llama.cpp's converter did to some of them, and what
   (``1/sqrt(hidden/heads)`` for the 62-layer 27B), as llama.cpp does.
 - ``phi3``: fused ``attn_qkv`` and ``ffn_up`` (gate then up) kept fused, as Hugging Face's Phi3 has
   them; partial rotary from ``rope.dimension_count``; the sliding window is ignored, as llama.cpp
-  does. Long-context rope (``rope_factors_long``/``_short``, LongRoPE/su) is refused.
+  does. LongRoPE files (``rope_factors_long``/``_short``: Phi-3.5-mini, Phi-4-mini, the 128k
+  Phi-3s) are imported with their short factors and attention factor, the context capped at the
+  original length (``rope.scaling.original_context_length``): what llama.cpp runs at such contexts
+  (it takes the long factors only for a context set beyond it).
 """
 
 from __future__ import annotations
@@ -86,9 +89,12 @@ def refuse(model: GGUFModel) -> str | None:
     scaling = model.get("rope.scaling.type", "none") or "none"
     if "rope_freqs.weight" in model.tensors:
         return f"{model.arch} models with rope frequency factors (rope_freqs.weight) are not supported"
-    if any(n.startswith("rope_factors_") for n in model.tensors) or scaling in ("longrope", "su"):
-        return (f"{model.arch} models with LongRoPE (su) rope scaling (rope_factors_long/short) are not supported; "
-                f"use a short-context variant (e.g. Phi-3-mini-4k)")
+    factors = {n for n in model.tensors if n.startswith("rope_factors_")}
+    if factors and not (model.arch == "phi3" and factors == {"rope_factors_long.weight", "rope_factors_short.weight"}
+                        and model.get("rope.scaling.original_context_length")):
+        return f"{model.arch} models with LongRoPE (su) rope scaling ({', '.join(sorted(factors))}) are not supported"
+    if scaling in ("longrope", "su") and not factors:
+        return f"{model.arch} models with LongRoPE rope scaling but no factors are not supported"
     if scaling != "none" and not (model.arch == "gemma3" and scaling == "linear"):
         return f"{model.arch} models with rope scaling are not supported (this file has {scaling!r})"
     if model.get("attn_logit_softcapping"):
@@ -100,6 +106,25 @@ def unread(config: dict[str, Any]) -> dict[str, Any]:
     """The keys of the importer's ``config`` that transformers' GGUF reader would leave at their defaults."""
     arch = {v: k for k, v in MODEL_TYPES.items()}.get(config.get("model_type", ""), config.get("model_type", ""))
     return {k: config[k] for k in UNREAD_BY_TRANSFORMERS.get(arch, ()) if k in config}
+
+
+def longrope(model: GGUFModel) -> bool:
+    return "rope_factors_short.weight" in model.tensors
+
+
+def context_length(model: GGUFModel) -> int:
+    """The model's context: the file's, or for LongRoPE the original one its short factors serve."""
+    context = int(model.get("context_length", 2048))
+    return min(context, int(model.get("rope.scaling.original_context_length"))) if longrope(model) else context
+
+
+def fix_rope(hf: Any) -> None:
+    """LongRoPE's rotary embedding as the export keeps it: its short factors for good (transformers
+    would swap in the long ones past the original context, which the import's context stops at, with
+    an in-place buffer copy the ONNX exporter cannot express)."""
+    for module in hf.modules():
+        if getattr(module, "rope_type", None) == "longrope":
+            module.rope_type = "default"  # inv_freq and attention_scaling stay the short factors' ones
 
 
 def head_dim(model: GGUFModel) -> int:
@@ -133,11 +158,17 @@ def family_config(model: GGUFModel, config: dict[str, Any]) -> None:
                                                                                 "rope_theta": theta})
     elif arch == "phi3":
         rotary = int(model.get("rope.dimension_count", config["head_dim"]))
-        config.update(rope_parameters={"rope_type": "default", "rope_theta": theta,
-                                       "partial_rotary_factor": rotary / config["head_dim"]},
-                      sliding_window=None,  # llama.cpp ignores Phi-3's window (full attention)
-                      original_max_position_embeddings=int(model.get("rope.scaling.original_context_length",
-                                                                     config["max_position_embeddings"])))
+        original = int(model.get("rope.scaling.original_context_length", config["max_position_embeddings"]))
+        rope: dict[str, Any] = {"rope_type": "default", "rope_theta": theta,
+                                "partial_rotary_factor": rotary / config["head_dim"]}
+        if longrope(model):
+            factors = {k: np.asarray(model.tensors[f"rope_factors_{k}.weight"].data, np.float32).tolist()
+                       for k in ("short", "long")}
+            rope.update(rope_type="longrope", short_factor=factors["short"], long_factor=factors["long"],
+                        original_max_position_embeddings=original,
+                        attention_factor=_f32(model.get("rope.scaling.attn_factor", 1.0)))
+        config.update(rope_parameters=rope, original_max_position_embeddings=original,
+                      sliding_window=None)  # llama.cpp ignores Phi-3's window (full attention)
     elif arch == "gemma3":
         _gemma3_config(model, config, theta)
 

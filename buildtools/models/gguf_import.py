@@ -112,7 +112,7 @@ def hf_config(model: GGUFModel) -> dict[str, Any]:
         "head_dim": families.head_dim(model),
         "rms_norm_eps": _float32(model.get("attention.layer_norm_rms_epsilon", 1e-6)),
         "rope_theta": _float32(model.get("rope.freq_base", 10000.0)),
-        "max_position_embeddings": int(model.get("context_length", 2048)),
+        "max_position_embeddings": families.context_length(model),
         "tie_word_embeddings": "output.weight" not in model.tensors,
         "hidden_act": "silu",
         "torch_dtype": "float32",
@@ -294,7 +294,7 @@ def write_tokenizer(model: GGUFModel, out: Path) -> dict[str, Any]:
     template = model.meta.get("tokenizer.chat_template")
     if template:
         config["chat_template"] = template  # transformers.js reads it from here only
-    config["model_max_length"] = int(model.get("context_length", 2048))
+    config["model_max_length"] = families.context_length(model)
     config["clean_up_tokenization_spaces"] = False
     if generic:
         config["tokenizer_class"] = "PreTrainedTokenizerFast"  # the name transformers.js knows as well
@@ -319,6 +319,7 @@ def _torch_model(model: GGUFModel, config: dict[str, Any]) -> Any:
         raise GGUFImportError(f"the GGUF's tensors do not fill the {model.arch} model: missing {missing[:4]}, "
                               f"unexpected {unexpected[:4]}")
     hf.tie_weights()
+    families.fix_rope(hf)
     return hf.eval()
 
 

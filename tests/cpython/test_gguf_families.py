@@ -131,7 +131,7 @@ print(json.dumps([list(map(float, row)) for row in llm.scores[:len(ids)]]))
 # llama.cpp against the import on the same file, every prompt position: ~1e-5 where both compute in
 # float32; Gemma's ~2.5e-3 is mostly ggml's GELU, which goes through a float16 table (the same
 # rounding put into torch's GELU brings torch within 8e-4 of llama.cpp on this model)
-LLAMA_CPP_MAX_DIFF = {"qwen3": 1e-4, "phi3": 1e-4, "gemma3": 5e-3}
+LLAMA_CPP_MAX_DIFF = {"qwen3": 1e-4, "phi3": 1e-4, "phi3-longrope": 1e-4, "gemma3": 5e-3}
 
 
 def test_llama_cpp_reads_the_file_as_the_import_does(imported: Imported) -> None:
@@ -173,8 +173,15 @@ def test_the_config_is_the_families(imported: Imported) -> None:
         assert config["rope_parameters"] == source.rope_parameters
         for key in ("sliding_window", "final_logit_softcapping", "query_pre_attn_scalar", "hidden_activation"):
             assert config[key] == getattr(source, key), key
-    if imported.family == "phi3":
+    if imported.family.startswith("phi3"):
         assert config["rope_parameters"]["partial_rotary_factor"] == 0.75
+    if imported.family == "phi3-longrope":  # the short factors' context: the original one
+        assert config["max_position_embeddings"] == source.original_max_position_embeddings == 512
+        rope = config["rope_parameters"]
+        assert rope["rope_type"] == "longrope"
+        assert rope["short_factor"] == list(np.float32(source.rope_parameters["short_factor"]).tolist())
+        assert rope["long_factor"] == list(np.float32(source.rope_parameters["long_factor"]).tolist())
+        assert abs(rope["attention_factor"] - (1 + np.log(4) / np.log(512)) ** 0.5) < 1e-6
 
 
 def test_the_tokenizer_comes_through(imported: Imported) -> None:
@@ -244,20 +251,24 @@ def test_other_architectures_are_refused_by_name(arch: str, tmp_path: Path) -> N
         read_gguf(path)
 
 
-def test_phi3_longrope_is_refused_by_name(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("arch", "factors"), [("qwen3", ("long", "short")), ("phi3", ("long",))])
+def test_rope_factors_the_import_cannot_use_are_refused_by_name(arch: str, factors: tuple[str, ...],
+                                                                tmp_path: Path) -> None:
+    """LongRoPE factors outside Phi-3, or without their pair: refused, naming them."""
     from gguf import GGUFWriter
 
     from buildtools.models.gguf_import import GGUFImportError, read_gguf
 
-    path = tmp_path / "phi3-128k.gguf"
-    writer = GGUFWriter(str(path), "phi3")
+    path = tmp_path / f"{arch}-factors.gguf"
+    writer = GGUFWriter(str(path), arch)
     writer.add_block_count(1)
+    writer.add_rope_scaling_orig_ctx_len(4096)
     writer.add_tensor("token_embd.weight", np.zeros((16, 32), np.float32))
-    writer.add_tensor("rope_factors_long.weight", np.ones(8, np.float32))
-    writer.add_tensor("rope_factors_short.weight", np.ones(8, np.float32))
+    for kind in factors:
+        writer.add_tensor(f"rope_factors_{kind}.weight", np.ones(8, np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    with pytest.raises(GGUFImportError, match="LongRoPE"):
+    with pytest.raises(GGUFImportError, match=f"{arch} models with LongRoPE .*rope_factors_long.weight"):
         read_gguf(path)

@@ -32,6 +32,14 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "phi3": dict(model_type="phi3", num_hidden_layers=2, tie_word_embeddings=False,
                  original_max_position_embeddings=1024,
                  rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.75}),
+    # LongRoPE (Phi-3.5-mini, Phi-4-mini): per-frequency short and long factors, an attention factor
+    # (here sqrt(1 + ln 4 / ln 512), from 2048 positions over the original 512)
+    "phi3-longrope": dict(model_type="phi3", num_hidden_layers=2, tie_word_embeddings=False,
+                          max_position_embeddings=2048, original_max_position_embeddings=512,
+                          rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                                           "partial_rotary_factor": 0.75, "original_max_position_embeddings": 512,
+                                           "short_factor": [1.0 + 0.04 * i for i in range(24)],
+                                           "long_factor": [1.0 + 0.5 * i for i in range(24)]}),
 }
 
 
@@ -41,7 +49,7 @@ def make_family_model(family: str, folder: Path, seed: int = 0) -> torch.nn.Modu
     from transformers import AutoConfig, AutoModelForCausalLM
 
     spec = dict(FAMILIES[family])
-    config = AutoConfig.for_model(spec.pop("model_type"), **COMMON, **spec)
+    config = AutoConfig.for_model(spec.pop("model_type"), **{**COMMON, **spec})
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation="eager")
     generator = torch.Generator().manual_seed(seed + 1)
