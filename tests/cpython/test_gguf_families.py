@@ -211,6 +211,24 @@ def test_generation_ends_on_the_end_of_turn_token_too(imported: Imported) -> Non
     assert json.loads((imported.folder / "generation_config.json").read_text())["eos_token_id"] == 2
 
 
+def test_gemma3_layer_pattern_follows_llama_cpp(tmp_path: Path) -> None:
+    """Which layers slide: every sixth global by default (the converted file), or as the file's
+    ``attention.sliding_window_pattern`` says (a period, or one flag per layer); none without a window."""
+    from buildtools.models.gguf_import import hf_config, read_gguf
+
+    make_family_model("gemma3", tmp_path / "tiny-gemma3")
+    model = read_gguf(convert(tmp_path / "tiny-gemma3"))
+    s, f = "sliding_attention", "full_attention"
+    assert hf_config(model)["layer_types"] == [s] * 5 + [f]
+    model.meta["gemma3.attention.sliding_window_pattern"] = 3
+    assert hf_config(model)["layer_types"] == [s, s, f, s, s, f]
+    model.meta["gemma3.attention.sliding_window_pattern"] = [True, False, False, True, True, False]
+    assert hf_config(model)["layer_types"] == [s, f, f, s, s, f]
+    model.meta["gemma3.attention.sliding_window"] = 0
+    config = hf_config(model)
+    assert config["layer_types"] == [f] * 6 and config["sliding_window"] is None
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_q8_0_files_keep_their_blocks(family: str, tmp_path: Path) -> None:
     """The converter's Q8_0 file of each family: every matrix kept as its Q8_0 blocks (the file about
@@ -248,6 +266,26 @@ def test_other_architectures_are_refused_by_name(arch: str, tmp_path: Path) -> N
     path = tmp_path / f"{arch}.gguf"
     write_foreign_gguf(path, arch)
     with pytest.raises(GGUFImportError, match=f"unsupported architecture '{arch}'"):
+        read_gguf(path)
+
+
+@pytest.mark.parametrize("scaling", ["yarn", "linear"])
+def test_other_rope_scalings_are_refused_by_name(scaling: str, tmp_path: Path) -> None:
+    """YaRN anywhere, linear outside Gemma 3 (its global layers): refused, naming the scaling."""
+    from gguf import GGUFWriter, RopeScalingType
+
+    from buildtools.models.gguf_import import GGUFImportError, read_gguf
+
+    path = tmp_path / "qwen3-scaled.gguf"
+    writer = GGUFWriter(str(path), "qwen3")
+    writer.add_block_count(1)
+    writer.add_rope_scaling_type(RopeScalingType(scaling))
+    writer.add_tensor("token_embd.weight", np.zeros((16, 32), np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(GGUFImportError, match=f"qwen3 models with rope scaling are not supported .*'{scaling}'"):
         read_gguf(path)
 
 
