@@ -14,7 +14,9 @@ transformers.js's layout (``config.json``, ``generation_config.json``, ``tokeniz
   memory are bit for bit the float ones, and decoding runs at fp32 speed.
 - F16 weights are stored as fp16 and cast (exact); every other type (BF16, IQ*, TQ*, ...) is
   dequantized to fp32 and said so.
-- Llama and Qwen2 are supported; anything else is refused naming the architecture.
+- The Llama, Qwen2, Qwen3, Gemma 3 (text) and Phi-3 families are supported (``gguf_families``:
+  their configs, tensor names and what llama.cpp's converter did to them); anything else is
+  refused naming the architecture.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from . import gguf_families as families
 from .gguf_blocks import PLANE_TYPES, RAW_TYPES, GraphEditor, expand_planes, expand_raw, raw_blocks, unpack
+from .gguf_families import ARCHITECTURES, MODEL_TYPES
 
-ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}
 EXACT_TYPES = (*RAW_TYPES, *PLANE_TYPES, "F16")
 FLOAT_TYPES = ("F32",)
 # The model property listing each expansion: {out, kind, q, d, m, dims, transposed} (Q4_0/Q4_1/Q8_0),
@@ -53,13 +56,14 @@ class GGUFModel:
     meta: dict[str, Any]
     tensors: dict[str, Any]  # name -> gguf ReaderTensor
     types: dict[str, str] = field(default_factory=dict)
+    end_of_turn: list[int] = field(default_factory=list)  # ids of the vocabulary's end-of-turn tokens
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.meta.get(f"{self.arch}.{key}", self.meta.get(key, default))
 
 
 def read_gguf(path: Path) -> GGUFModel:
-    """Read ``path``'s metadata and tensor table; refuse architectures other than Llama and Qwen2."""
+    """Read ``path``'s metadata and tensor table; refuse the architectures and variants not supported."""
     from gguf import GGUFReader
 
     try:
@@ -76,14 +80,18 @@ def read_gguf(path: Path) -> GGUFModel:
             continue
     arch = str(meta.get("general.architecture", ""))
     if arch not in ARCHITECTURES:
+        *names, last = sorted(ARCHITECTURES)
         raise GGUFImportError(
             f"unsupported architecture {arch or '(none)'!r}: csi-web imports GGUF models of the "
-            f"{' and '.join(sorted(ARCHITECTURES))} architectures")
+            f"{', '.join(names)} and {last} architectures")
     tensors = {t.name: t for t in reader.tensors}
     model = GGUFModel(path, arch, meta, tensors, {n: t.tensor_type.name for n, t in tensors.items()})
-    if "rope_freqs.weight" in tensors or model.get("rope.scaling.type", "none") not in ("none", None):
-        raise GGUFImportError(f"{arch} models with rope scaling are not supported (this file has "
-                              f"{model.get('rope.scaling.type', 'rope_freqs.weight')!r})")
+    if arch in families.END_OF_TURN_FAMILIES and "tokenizer.ggml.tokens" in reader.fields:
+        tokens = reader.fields["tokenizer.ggml.tokens"].contents()
+        model.end_of_turn = [i for i, t in enumerate(tokens) if t in families.END_OF_TURN]
+    reason = families.refuse(model)
+    if reason is not None:
+        raise GGUFImportError(reason)
     return model
 
 
@@ -94,17 +102,17 @@ def hf_config(model: GGUFModel) -> dict[str, Any]:
     vocab = int(model.get("vocab_size", 0) or model.tensors["token_embd.weight"].shape[-1])
     config: dict[str, Any] = {
         "architectures": [ARCHITECTURES[model.arch]],
-        "model_type": model.arch,
+        "model_type": MODEL_TYPES.get(model.arch, model.arch),
         "vocab_size": vocab,
         "hidden_size": hidden,
         "intermediate_size": int(model.get("feed_forward_length")),
         "num_hidden_layers": int(model.get("block_count")),
         "num_attention_heads": heads,
         "num_key_value_heads": int(model.get("attention.head_count_kv", heads)),
-        "head_dim": int(model.get("rope.dimension_count", hidden // heads)),
+        "head_dim": families.head_dim(model),
         "rms_norm_eps": _float32(model.get("attention.layer_norm_rms_epsilon", 1e-6)),
         "rope_theta": _float32(model.get("rope.freq_base", 10000.0)),
-        "max_position_embeddings": int(model.get("context_length", 2048)),
+        "max_position_embeddings": families.context_length(model),
         "tie_word_embeddings": "output.weight" not in model.tensors,
         "hidden_act": "silu",
         "torch_dtype": "float32",
@@ -113,30 +121,13 @@ def hf_config(model: GGUFModel) -> dict[str, Any]:
                       ("pad_token_id", "tokenizer.ggml.padding_token_id")):
         if name in model.meta:
             config[key] = int(model.meta[name])
-    if model.arch == "llama":
-        config.update(attention_bias=False, mlp_bias=False)
+    families.family_config(model, config)
     return config
 
 
 def _float32(x: Any) -> float:
     """A GGUF float32 as the shortest decimal that is the same float32 (``1e-05``, not 9.99999974e-06)."""
     return float(str(np.float32(x)))
-
-
-def _hf_name(name: str) -> str | None:
-    """The Hugging Face parameter a GGUF tensor is (``None`` for tensors the model has no use for)."""
-    fixed = {"token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight",
-             "output.weight": "lm_head.weight"}
-    if name in fixed:
-        return fixed[name]
-    parts = name.split(".")
-    if parts[0] != "blk" or len(parts) != 4:
-        return None
-    layer, what, kind = parts[1], parts[2], parts[3]
-    inner = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm", "attn_q": "self_attn.q_proj",
-             "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
-             "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}.get(what)
-    return None if inner is None else f"model.layers.{layer}.{inner}.{kind}"
 
 
 def _row_order(model: GGUFModel, name: str, rows: int) -> np.ndarray | None:
@@ -174,9 +165,9 @@ def state_dict(model: GGUFModel) -> dict[str, np.ndarray]:
     """Every parameter of the Hugging Face model, dequantized."""
     out = {}
     for name in model.tensors:
-        hf = _hf_name(name)
+        hf = families.hf_name(model.arch, name)
         if hf is not None:
-            out[hf] = dequantized(model, name)
+            out[hf] = families.hf_value(model.arch, name, dequantized(model, name))
     return out
 
 
@@ -217,7 +208,7 @@ def store_blocks(model: GGUFModel, onnx_path: Path) -> Report:
     wanted: dict[str, tuple[str, bool]] = {}  # fingerprint -> (gguf name, transposed)
     report = Report()
     for name, kind in model.types.items():
-        if _hf_name(name) is None or len(model.tensors[name].shape) != 2:
+        if families.hf_name(model.arch, name) is None or len(model.tensors[name].shape) != 2:
             continue
         if kind in EXACT_TYPES:
             w = dequantized(model, name)
@@ -286,9 +277,11 @@ def _pre_tokenizer(pre: str) -> dict[str, Any] | None:
 def write_tokenizer(model: GGUFModel, out: Path) -> dict[str, Any]:
     """``tokenizer.json`` and ``tokenizer_config.json`` (with the GGUF's chat template); returns the
     tokenizer config."""
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-    tok = AutoTokenizer.from_pretrained(str(model.path.parent), gguf_file=model.path.name)
+    generic = model.meta.get("tokenizer.ggml.model") == "gpt2" and model.arch in families.FILE_TOKENIZER_FAMILIES
+    loader = PreTrainedTokenizerFast if generic else AutoTokenizer
+    tok = loader.from_pretrained(str(model.path.parent), gguf_file=model.path.name)
     tok.save_pretrained(str(out))
     for extra in ("chat_template.jinja", "special_tokens_map.json"):
         (out / extra).unlink(missing_ok=True)
@@ -301,8 +294,10 @@ def write_tokenizer(model: GGUFModel, out: Path) -> dict[str, Any]:
     template = model.meta.get("tokenizer.chat_template")
     if template:
         config["chat_template"] = template  # transformers.js reads it from here only
-    config["model_max_length"] = int(model.get("context_length", 2048))
+    config["model_max_length"] = families.context_length(model)
     config["clean_up_tokenization_spaces"] = False
+    if generic:
+        config["tokenizer_class"] = "PreTrainedTokenizerFast"  # the name transformers.js knows as well
     (out / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False, indent=2) + "\n")
     return config
 
@@ -324,17 +319,19 @@ def _torch_model(model: GGUFModel, config: dict[str, Any]) -> Any:
         raise GGUFImportError(f"the GGUF's tensors do not fill the {model.arch} model: missing {missing[:4]}, "
                               f"unexpected {unexpected[:4]}")
     hf.tie_weights()
+    families.fix_rope(hf)
     return hf.eval()
 
 
-def reference_model(path: Path) -> Any:
+def reference_model(path: Path, config: dict[str, Any] | None = None) -> Any:
     """transformers' own reading of the GGUF (its loader, dequantized to float32): the reference
-    every import is checked against."""
+    every import is checked against. The few config keys its reader leaves at the class defaults
+    for the family (``families.UNREAD_BY_TRANSFORMERS``) are taken from ``config``."""
     import torch
     from transformers import AutoModelForCausalLM
 
     return AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32,
-                                                attn_implementation="eager").eval()
+                                                attn_implementation="eager", **families.unread(config or {})).eval()
 
 
 def greedy_ids(session: Any, shape: Any, prompt: list[int], steps: int, eos: set[int]) -> list[int]:
@@ -395,11 +392,11 @@ def _import(path: Path, out: Path, model: GGUFModel, config: dict[str, Any], che
         for extra in onnx_path.parent.iterdir():
             if extra != onnx_path:
                 extra.unlink()  # external data of a large fp32 export, now inside the file
-        reference = reference_model(path)
+        reference = reference_model(path, config)
         worst = verify_decoder(reference, shape, onnx_path, config["vocab_size"], seed=11, max_diff=max_logit_diff)
         tokenizer = AutoTokenizer.from_pretrained(str(tmp))
         session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-        eos = {config["eos_token_id"]} if "eos_token_id" in config else set()
+        eos = set(np.atleast_1d(config.get("eos_token_id") or []).tolist())
         for prompt in check_prompts:
             ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
                                                 tokenize=True, return_dict=False)

@@ -225,15 +225,5 @@ def test_build_py_refuses_another_architecture_naming_it(tmp_path: Path) -> None
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "unsupported architecture 'gpt2'" in out.stderr
-    assert "llama and qwen2" in out.stderr
+    assert "gemma3, llama, phi3, qwen2 and qwen3 architectures" in out.stderr
     assert not (ROOT / "imported" / model_id).exists()
-
-
-@pytest.mark.parametrize("arch", ["phi3", "qwen3", "gemma"])
-def test_llama_like_architectures_are_refused_too(arch: str, tmp_path: Path) -> None:
-    from buildtools.models.gguf_import import GGUFImportError, read_gguf
-
-    path = tmp_path / f"{arch}.gguf"
-    write_foreign_gguf(path, arch)
-    with pytest.raises(GGUFImportError, match=f"unsupported architecture '{arch}'"):
-        read_gguf(path)
