@@ -34,6 +34,7 @@ from onnx import TensorProto, helper, numpy_helper
 from . import gguf_families as families
 from .gguf_blocks import PLANE_TYPES, RAW_TYPES, GraphEditor, expand_planes, expand_raw, raw_blocks, unpack
 from .gguf_families import ARCHITECTURES, MODEL_TYPES
+from .gguf_sampling import generation_config_of_gguf
 
 EXACT_TYPES = (*RAW_TYPES, *PLANE_TYPES, "F16")
 FLOAT_TYPES = ("F32",)
@@ -41,6 +42,7 @@ FLOAT_TYPES = ("F32",)
 # {out, kind, dims, transposed, planes, offset, shape, d, sc, sc_signed, mn, msc, nibbles} (the planes
 # layout of gguf_blocks), {out, transpose_of, dims} (a tied LM head), or {out, kind: "F16", q, dims}.
 BLOCKS_KEY = "csi.gguf_blocks"
+
 
 
 class GGUFImportError(ValueError):
@@ -414,7 +416,8 @@ def _import(path: Path, out: Path, model: GGUFModel, config: dict[str, Any], che
         # where the model came from; csi-web's worker expands the blocks itself (worker/gguf_blocks.js)
         config["csi_gguf"] = {"file": path.name, "stored_as_blocks": report.kept, "dequantized": report.dequantized}
         (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-        generation = {"do_sample": False, "bos_token_id": config.get("bos_token_id"),
+        # sampling as the file declares it (general.sampling.*); none declared: the face's defaults
+        generation = {**generation_config_of_gguf(model.meta), "bos_token_id": config.get("bos_token_id"),
                       "eos_token_id": config.get("eos_token_id"), "pad_token_id": config.get("pad_token_id")}
         (tmp / "generation_config.json").write_text(json.dumps(generation, indent=2) + "\n")
         size = onnx_path.stat().st_size

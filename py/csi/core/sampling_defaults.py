@@ -65,17 +65,3 @@ def from_generation_config(config: Any) -> SamplingDefaults:
     return SamplingDefaults(temperature=temperature, top_k=None if top_k is None else int(top_k),
                             top_p=top_p or None, repetition_penalty=penalty)
 
-
-GGUF_SAMPLING_KEYS = {"general.sampling.temp": "temperature", "general.sampling.top_k": "top_k",
-                      "general.sampling.top_p": "top_p", "general.sampling.penalty_repeat": "repetition_penalty"}
-"""The sampling keys a GGUF may carry (llama.cpp's defaults for the file) and their
-``generation_config.json`` names."""
-
-
-def generation_config_of_gguf(metadata: dict[str, Any]) -> dict[str, Any]:
-    """The ``generation_config.json`` sampling entries a GGUF's metadata declares (none: ``{}``)."""
-    out = {hf: metadata[key] for key, hf in GGUF_SAMPLING_KEYS.items()
-           if isinstance(metadata.get(key), int | float) and not isinstance(metadata.get(key), bool)}
-    if "temperature" in out:
-        out["do_sample"] = out["temperature"] > 0
-    return out
