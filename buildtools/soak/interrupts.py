@@ -18,7 +18,8 @@ class O(BaseModel):
 @skill
 def waiter(csi, input: I) -> O:
     for i in range(input.n):
-        csi.complete('tiny-chat', f'Module {i}', CompletionParams(max_tokens=150))
+        # sampled: tiny-chat's own default is greedy, and its greedy reply to 'Module i' ends at once
+        csi.complete('tiny-chat', f'Module {i}', CompletionParams(max_tokens=150, temperature=1.0))
     return O(done=input.n)
 """
 
