@@ -17,10 +17,9 @@ import numpy as np
 import pytest
 import torch
 
-from csi.backends.cpython import CPythonBackend
-from tests.support.aio import run_async
 from tests.support.gguf_files import write_foreign_gguf
 from tests.support.llama_convert import convert
+from tests.support.onnx_greedy import onnx_greedy
 from tests.support.paths import ROOT
 from tests.support.prompts import PROMPTS
 from tests.support.reference import hf_chat, hf_prompt_ids
@@ -50,19 +49,6 @@ def imported(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     folder = tmp / "models" / f"tiny-{family}-gguf"
     import_gguf(gguf, folder, max_logit_diff=1e-4)
     return Imported(family, source, gguf, folder)
-
-
-def onnx_greedy(folder: Path, ids: list[int], steps: int) -> tuple[list[int], np.ndarray]:
-    """Greedy decoding by csi's CPython backend on the imported folder (a prefill, then one-token
-    steps on its KV cache): the tokens and the logits each was chosen from."""
-    backend = CPythonBackend(folder.parent)
-    run_async(backend.load_model(folder.name, "cpu", None))
-    logits = [backend.forward(folder.name, ids)]
-    tokens = [int(np.argmax(logits[-1]))]
-    for _ in range(steps - 1):
-        logits.append(backend.forward(folder.name, [tokens[-1]]))
-        tokens.append(int(np.argmax(logits[-1])))
-    return tokens, np.array(logits)
 
 
 def test_the_import_decodes_as_the_source_model(imported: Imported) -> None:

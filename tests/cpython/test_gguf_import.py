@@ -34,6 +34,7 @@ from tests.support.gguf_files import (
     write_foreign_gguf,
     write_tiny_chat_gguf,
 )
+from tests.support.onnx_greedy import onnx_greedy
 from tests.support.paths import ROOT
 from tests.support.prompts import PROMPTS
 from tests.support.reference import hf_chat, hf_prompt_ids
@@ -85,19 +86,6 @@ def torch_model(weights: dict[str, np.ndarray] | None = None) -> torch.nn.Module
 def torch_logits(model: torch.nn.Module, ids: list[int]) -> np.ndarray:
     with torch.no_grad(), one_torch_thread():
         return model(torch.tensor([ids])).logits[0].numpy()
-
-
-def onnx_greedy(folder: Path, ids: list[int], steps: int) -> tuple[list[int], np.ndarray]:
-    """Greedy decoding by csi's CPython backend (onnxruntime) on the imported folder: a prefill, then
-    one-token steps on its KV cache. Returns the tokens and the logits each was chosen from."""
-    backend = CPythonBackend(folder.parent)
-    run_async(backend.load_model(folder.name, "cpu", None))
-    logits = [backend.forward(folder.name, ids)]
-    tokens = [int(np.argmax(logits[-1]))]
-    for _ in range(steps - 1):
-        logits.append(backend.forward(folder.name, [tokens[-1]]))
-        tokens.append(int(np.argmax(logits[-1])))
-    return tokens, np.array(logits)
 
 
 def test_imported_logits_are_the_dequantized_models_and_within_the_quantization_error(imported: Imported) -> None:
