@@ -8,7 +8,10 @@ browser memory. Decoders of real shapes with random weights, in three forms:
 - ``nbits_gbq``: ``nbits`` with the embedding a 4-bit ``com.microsoft::GatherBlockQuantized``;
 - ``q8``, for comparison: the fp32 form's MatMuls dynamically quantized to int8 by onnxruntime's
   ``quantize_dynamic`` (``MatMulInteger``, what transformers.js's ``model_quantized.onnx`` is);
-- ``q8_gbq``: ``q8`` with the embedding as in ``nbits_gbq``.
+- ``q8_gbq``: ``q8`` with the embedding as in ``nbits_gbq``;
+- ``q8c_gbq``: every MatMul weight int8 per output column (symmetric) in one
+  ``com.microsoft::DynamicQuantizeMatMul``, made straight from the export (no fp32 form: lean enough
+  for a 1.5B), the embedding as in ``nbits_gbq``.
 
 The first three compute the same function: the fp32 form's weights are the 4-bit ones dequantized,
 so onnxruntime (CPython) checks the graph surgery by comparing logits. Then each form runs in headless
@@ -45,7 +48,7 @@ ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-
         "--enable-blink-features=ForceEagerMeasureMemory"]
 BLOCK = 32
 BITS = 4
-FORMS = ("fp32", "nbits", "nbits_gbq", "q8", "q8_gbq")
+FORMS = ("fp32", "nbits", "nbits_gbq", "q8", "q8_gbq", "q8c_gbq")
 PROMPT = [(i * 7919) % 3000 + 100 for i in range(16)]
 SEED = 31337
 
@@ -86,12 +89,25 @@ def log(message: str) -> None:
 class Quantized:
     """Rows of a matrix [n, k] in 4-bit blocks along k: ``packed`` [n, k/BLOCK, BLOCK/2] (two codes a
     byte, the even element in the low nibble), ``scales`` [n, k/BLOCK] float32, ``zero_points``
-    [n, ceil(k/BLOCK/2)] (two a byte, low nibble first), and the dequantized matrix [n, k] float32."""
+    [n, ceil(k/BLOCK/2)] (two a byte, low nibble first)."""
 
     packed: np.ndarray
     scales: np.ndarray
     zero_points: np.ndarray
-    dequantized: np.ndarray
+
+    @property
+    def dequantized(self) -> np.ndarray:
+        """The matrix [n, k] float32 these blocks stand for (computed each time: big models)."""
+        n, nb, half = self.packed.shape
+        codes = np.empty((n, nb, 2 * half), np.float32)
+        codes[..., 0::2] = self.packed & 0x0F
+        codes[..., 1::2] = self.packed >> 4
+        zp = np.empty((n, 2 * self.zero_points.shape[1]), np.float32)
+        zp[:, 0::2] = self.zero_points & 0x0F
+        zp[:, 1::2] = self.zero_points >> 4
+        codes -= zp[:, :nb, None]
+        codes *= self.scales[..., None]
+        return codes.reshape(n, -1)
 
 
 def quantize_rows(w: np.ndarray, rows_at_once: int = 8192) -> Quantized:
@@ -103,7 +119,6 @@ def quantize_rows(w: np.ndarray, rows_at_once: int = 8192) -> Quantized:
     packed = np.empty((n, nb, BLOCK // 2), np.uint8)
     scales = np.empty((n, nb), np.float32)
     zps = np.empty((n, nb + nb % 2), np.uint8)
-    deq = np.empty((n, k), np.float32)
     for r in range(0, n, rows_at_once):
         blocks = w[r:r + rows_at_once].astype(np.float32).reshape(-1, nb, BLOCK)
         lo = np.minimum(blocks.min(-1), 0.0)
@@ -115,10 +130,9 @@ def quantize_rows(w: np.ndarray, rows_at_once: int = 8192) -> Quantized:
         packed[r:r + rows_at_once] = q[..., 0::2] | (q[..., 1::2] << 4)
         scales[r:r + rows_at_once] = scale
         zps[r:r + rows_at_once, :nb] = zp
-        deq[r:r + rows_at_once] = ((q.astype(np.float32) - zp[..., None]) * scale[..., None]).reshape(-1, k)
     zps[:, nb:] = 0
     zero_points = zps[:, 0::2] | (zps[:, 1::2] << 4)
-    return Quantized(packed, scales, zero_points, deq)
+    return Quantized(packed, scales, zero_points)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,8 +220,8 @@ def build_forms(shape: Shape, folder: Path, accuracy_level: int, forms: list[str
     from onnx import helper, numpy_helper
 
     paths = {form: folder / form / "model.onnx" for form in FORMS}
-    wanted = set(forms) | ({"fp32"} if {"q8", "q8_gbq"} & set(forms) else set()) | \
-        ({"q8"} if "q8_gbq" in forms else set())
+    wanted = set(forms) | ({"q8"} if "q8_gbq" in forms else set())
+    wanted |= {"fp32"} if "q8" in wanted else set()
     missing = [f for f in FORMS if f in wanted and not paths[f].exists()]
     if not missing:
         return paths
@@ -284,6 +298,28 @@ def build_forms(shape: Shape, folder: Path, accuracy_level: int, forms: list[str
         for f in tmp.parent.iterdir():
             f.unlink()
         tmp.parent.rmdir()
+    if "q8c_gbq" in missing:
+        log(f"{shape.key}: writing q8c_gbq")
+        model, inits = load()
+        matmuls, _ = _const_weights(model.graph)
+        gone, new_inits = set(), []
+        for node in matmuls:
+            name = node.input[1]
+            if name not in gone:
+                w = numpy_helper.to_array(inits[name])  # [K, N]
+                scale = (np.abs(w).max(axis=0) / 127.0).astype(np.float32)
+                scale[scale == 0] = 1.0
+                q = np.clip(np.rint(w / scale), -127, 127).astype(np.int8)
+                new_inits += [numpy_helper.from_array(q, name + "_i8"),
+                              numpy_helper.from_array(scale, name + "_i8_scale")]
+                gone.add(name)
+                del w, q
+            node.CopyFrom(helper.make_node("DynamicQuantizeMatMul", [node.input[0], name + "_i8", name + "_i8_scale"],
+                                           list(node.output), name=node.name + "_dqmm", domain="com.microsoft"))
+        _swap_initializers(model, gone, new_inits)
+        _embedding_to_gbq(model, quant)
+        _save(model, paths["q8c_gbq"])
+        del model, inits, matmuls
     if "q8_gbq" in missing:  # q8's embedding is the 4-bit table dequantized: the same function
         log(f"{shape.key}: writing q8_gbq")
         model = onnx.load(str(paths["q8"]))
@@ -338,7 +374,8 @@ def logits_check(shape: Shape, paths: dict[str, Path]) -> tuple[dict[str, Any], 
     out: dict[str, Any] = {}
     if "fp32" in runs:
         out["max_abs_logit_fp32"] = float(max(np.abs(r).max() for r in runs["fp32"][0]))
-    for form, against in (("nbits", "fp32"), ("nbits_gbq", "fp32"), ("q8_gbq", "q8"), ("q8", "fp32")):
+    for form, against in (("nbits", "fp32"), ("nbits_gbq", "fp32"), ("q8_gbq", "q8"), ("q8", "fp32"),
+                          ("q8c_gbq", "fp32")):
         if form in runs and against in runs:
             (got, ids), (ref, ref_ids) = runs[form], runs[against]
             out[f"{form}_vs_{against}"] = {
