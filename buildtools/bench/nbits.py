@@ -1,5 +1,6 @@
 """Experiment (not part of ``build.py bench``): how a quantized model's weights can stay small in
-browser memory. Decoders of real shapes with random weights, in three forms:
+browser memory. Decoders of real shapes with random weights (``tiny`` is a smoke test of this script),
+in these forms:
 
 - ``fp32``: every weight a float32 initializer, as csi-web runs an imported GGUF today (its blocks
   expanded to fp32 before the session is created; a tied LM head is a second, transposed copy);
@@ -14,13 +15,16 @@ browser memory. Decoders of real shapes with random weights, in three forms:
   for a 1.5B), the embedding as in ``nbits_gbq``.
 
 The first three compute the same function: the fp32 form's weights are the 4-bit ones dequantized,
-so onnxruntime (CPython) checks the graph surgery by comparing logits. Then each form runs in headless
-Chromium on onnxruntime-web directly (the WASM EP, the build and thread count csi-web uses):
+so onnxruntime (CPython) checks the graph surgery by comparing logits (q8_gbq against q8 likewise).
+Then each form runs in headless Chromium on onnxruntime-web directly (the WASM EP, the build and
+thread count csi-web uses):
 session creation, a 16-token prefill, greedy decoding on the KV cache, and the browser's peak
 resident memory; optionally one functional run of ``nbits`` on WebGPU (SwiftShader here).
 
-Usage: ``PYTHONPATH=py:. .venv/bin/python -m buildtools.bench.nbits [--shapes 135m,0.5b] [--webgpu]``
-(models are built once into ``--work``, default ``/tmp/csi-nbits``).
+Usage: ``PYTHONPATH=py:. .venv/bin/python -m buildtools.bench.nbits [--shapes 135m,0.5b,1.5b]
+[--forms ...] [--webgpu] [--info-log]`` (models are built once into ``--work``, default
+``/tmp/csi-nbits``; a 1.5B's fp32 form and ``q8`` need ~15 GB of RAM to build: ``--forms
+nbits_gbq,q8c_gbq`` does not). Figures of 2026-11 are in docs/testing.md, "Weights in memory".
 """
 
 from __future__ import annotations
