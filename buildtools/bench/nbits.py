@@ -1,0 +1,629 @@
+"""Experiment (not part of ``build.py bench``): how a quantized model's weights can stay small in
+browser memory. Decoders of real shapes with random weights (``tiny`` is a smoke test of this script),
+in these forms:
+
+- ``fp32``: every weight a float32 initializer, as csi-web runs an imported GGUF today (its blocks
+  expanded to fp32 before the session is created; a tied LM head is a second, transposed copy);
+- ``nbits``: every 2-D MatMul weight (the LM head included) a 4-bit ``com.microsoft::MatMulNBits``
+  (blocks of 32 along K, a float32 scale and a uint8 zero point per block); the embedding fp32;
+- ``nbits_gbq``: ``nbits`` with the embedding a 4-bit ``com.microsoft::GatherBlockQuantized``;
+- ``q8``, for comparison: the fp32 form's MatMuls dynamically quantized to int8 by onnxruntime's
+  ``quantize_dynamic`` (``MatMulInteger``, what transformers.js's ``model_quantized.onnx`` is);
+- ``q8_gbq``: ``q8`` with the embedding as in ``nbits_gbq``;
+- ``q8c_gbq``: every MatMul weight int8 per output column (symmetric) in one
+  ``com.microsoft::DynamicQuantizeMatMul``, made straight from the export (no fp32 form: lean enough
+  for a 1.5B), the embedding as in ``nbits_gbq``.
+
+The first three compute the same function: the fp32 form's weights are the 4-bit ones dequantized,
+so onnxruntime (CPython) checks the graph surgery by comparing logits (q8_gbq against q8 likewise).
+Then each form runs in headless Chromium on onnxruntime-web directly (the WASM EP, the build and
+thread count csi-web uses):
+session creation, a 16-token prefill, greedy decoding on the KV cache, and the browser's peak
+resident memory; optionally one functional run of ``nbits`` on WebGPU (SwiftShader here).
+
+Usage: ``PYTHONPATH=py:. .venv/bin/python -m buildtools.bench.nbits [--shapes 135m,0.5b,1.5b]
+[--forms ...] [--webgpu] [--info-log]`` (models are built once into ``--work``, default
+``/tmp/csi-nbits``; a 1.5B's fp32 form and ``q8`` need ~15 GB of RAM to build: ``--forms
+nbits_gbq,q8c_gbq`` does not). Figures of 2026-11 are in docs/testing.md, "Weights in memory".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+ORT_DIST = ROOT / "node_modules" / "onnxruntime-web" / "dist"
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--no-first-run", "--disable-quic", "--enable-unsafe-webgpu",
+        "--enable-blink-features=ForceEagerMeasureMemory"]
+BLOCK = 32
+BITS = 4
+FORMS = ("fp32", "nbits", "nbits_gbq", "q8", "q8_gbq", "q8c_gbq")
+PROMPT = [(i * 7919) % 3000 + 100 for i in range(16)]
+SEED = 31337
+
+
+@dataclass(frozen=True)
+class Shape:
+    key: str
+    arch: str
+    vocab: int
+    layers: int
+    width: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+
+    @property
+    def head_dim(self) -> int:
+        return self.width // self.heads
+
+
+SHAPES = {
+    "tiny": Shape("tiny", "llama", 4096, 2, 128, 4, 2, 256),  # a smoke test of the script itself
+    "135m": Shape("135m", "llama", 49_152, 30, 576, 9, 3, 1536),  # SmolLM2-135M
+    "0.5b": Shape("0.5b", "qwen2", 151_936, 24, 896, 14, 2, 4864),  # Qwen2.5-0.5B
+    "1.5b": Shape("1.5b", "qwen2", 151_936, 28, 1536, 12, 2, 8960),  # Qwen2.5-1.5B
+}
+
+
+def log(message: str) -> None:
+    print(f"[nbits {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4-bit block quantization (asymmetric, min/max per block of 32 along the reduction axis)
+
+
+@dataclass
+class Quantized:
+    """Rows of a matrix [n, k] in 4-bit blocks along k: ``packed`` [n, k/BLOCK, BLOCK/2] (two codes a
+    byte, the even element in the low nibble), ``scales`` [n, k/BLOCK] float32, ``zero_points``
+    [n, ceil(k/BLOCK/2)] (two a byte, low nibble first)."""
+
+    packed: np.ndarray
+    scales: np.ndarray
+    zero_points: np.ndarray
+
+    @property
+    def dequantized(self) -> np.ndarray:
+        """The matrix [n, k] float32 these blocks stand for (computed each time: big models)."""
+        n, nb, half = self.packed.shape
+        codes = np.empty((n, nb, 2 * half), np.float32)
+        codes[..., 0::2] = self.packed & 0x0F
+        codes[..., 1::2] = self.packed >> 4
+        zp = np.empty((n, 2 * self.zero_points.shape[1]), np.float32)
+        zp[:, 0::2] = self.zero_points & 0x0F
+        zp[:, 1::2] = self.zero_points >> 4
+        codes -= zp[:, :nb, None]
+        codes *= self.scales[..., None]
+        return codes.reshape(n, -1)
+
+
+def quantize_rows(w: np.ndarray, rows_at_once: int = 8192) -> Quantized:
+    n, k = w.shape
+    if k % BLOCK:
+        raise ValueError(f"K={k} is not a multiple of {BLOCK}")
+    nb = k // BLOCK
+    levels = (1 << BITS) - 1
+    packed = np.empty((n, nb, BLOCK // 2), np.uint8)
+    scales = np.empty((n, nb), np.float32)
+    zps = np.empty((n, nb + nb % 2), np.uint8)
+    for r in range(0, n, rows_at_once):
+        blocks = w[r:r + rows_at_once].astype(np.float32).reshape(-1, nb, BLOCK)
+        lo = np.minimum(blocks.min(-1), 0.0)
+        hi = np.maximum(blocks.max(-1), 0.0)
+        scale = ((hi - lo) / levels).astype(np.float32)
+        scale[scale == 0] = 1.0
+        zp = np.clip(np.rint(-lo / scale), 0, levels).astype(np.uint8)
+        q = np.clip(np.rint(blocks / scale[..., None]) + zp[..., None], 0, levels).astype(np.uint8)
+        packed[r:r + rows_at_once] = q[..., 0::2] | (q[..., 1::2] << 4)
+        scales[r:r + rows_at_once] = scale
+        zps[r:r + rows_at_once, :nb] = zp
+    zps[:, nb:] = 0
+    zero_points = zps[:, 0::2] | (zps[:, 1::2] << 4)
+    return Quantized(packed, scales, zero_points)
+
+
+# ---------------------------------------------------------------------------------------------
+# Models: a random fp32 export, then its three forms by graph surgery
+
+
+def _export_fp32(shape: Shape, path: Path) -> None:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    from ..models.onnx_decoder import CacheShape, export_decoder
+
+    torch.manual_seed(SEED)
+    common = dict(vocab_size=shape.vocab, hidden_size=shape.width, intermediate_size=shape.intermediate,
+                  num_hidden_layers=shape.layers, num_attention_heads=shape.heads,
+                  num_key_value_heads=shape.kv_heads, max_position_embeddings=8192, tie_word_embeddings=True,
+                  initializer_range=0.02)
+    model: torch.nn.Module
+    if shape.arch == "llama":
+        model = LlamaForCausalLM(LlamaConfig(**common, rope_theta=100_000.0))
+    else:
+        model = Qwen2ForCausalLM(Qwen2Config(**common, rope_theta=1_000_000.0))
+    model.eval()
+    export_decoder(model, CacheShape(shape.layers, shape.kv_heads, shape.head_dim), path, SEED)
+
+
+def _const_weights(graph: Any) -> tuple[list[Any], list[Any]]:
+    """The MatMuls whose B is a 2-D initializer, and the Gathers whose data is one (the embedding)."""
+    inits = {i.name: i for i in graph.initializer}
+    matmuls = [n for n in graph.node if n.op_type == "MatMul" and n.input[1] in inits
+               and len(inits[n.input[1]].dims) == 2]
+    gathers = [n for n in graph.node if n.op_type == "Gather" and n.input[0] in inits
+               and len(inits[n.input[0]].dims) == 2]
+    return matmuls, gathers
+
+
+def _save(model: Any, path: Path) -> None:
+    import onnx
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for old in (path, path.with_name(path.name + ".data")):
+        old.unlink(missing_ok=True)
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=path.name + ".data", size_threshold=1024)
+
+
+def _embedding_to_gbq(model: Any, quant: dict[str, Quantized]) -> None:
+    """Every Gather of a 2-D initializer (the embedding) as a 4-bit GatherBlockQuantized."""
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    _, gathers = _const_weights(graph)
+    gone: set[str] = set()
+    new_inits: list[Any] = []
+    for node in gathers:
+        name = node.input[0]
+        q = quant[name]
+        if name not in gone:
+            new_inits += [numpy_helper.from_array(q.packed.reshape(q.packed.shape[0], -1), name + "_q4"),
+                          numpy_helper.from_array(q.scales, name + "_scales"),
+                          numpy_helper.from_array(q.zero_points, name + "_zp")]
+            gone.add(name)
+        node.CopyFrom(helper.make_node("GatherBlockQuantized", [name + "_q4", node.input[1], name + "_scales",
+                                                                 name + "_zp"],
+                                       list(node.output), name=node.name + "_gbq", domain="com.microsoft",
+                                       gather_axis=0, quantize_axis=1, block_size=BLOCK, bits=BITS))
+    _swap_initializers(model, gone, new_inits)
+
+
+def _swap_initializers(model: Any, gone: set[str], new_inits: list[Any]) -> None:
+    from onnx import helper
+
+    graph = model.graph
+    keep = [i for i in graph.initializer if i.name not in gone]
+    del graph.initializer[:]
+    graph.initializer.extend(keep + new_inits)
+    if not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+
+
+def build_forms(shape: Shape, folder: Path, accuracy_level: int, forms: list[str]) -> dict[str, Path]:
+    """``folder``/<form>/model.onnx (+ .data) for each of ``forms`` (and those they are made from),
+    each built once."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    paths = {form: folder / form / "model.onnx" for form in FORMS}
+    wanted = set(forms) | ({"q8"} if "q8_gbq" in forms else set())
+    wanted |= {"fp32"} if "q8" in wanted else set()
+    missing = [f for f in FORMS if f in wanted and not paths[f].exists()]
+    if not missing:
+        return paths
+    src = folder / "src" / "model.onnx"
+    if not src.exists():
+        log(f"{shape.key}: exporting a random fp32 decoder")
+        _export_fp32(shape, src)
+    log(f"{shape.key}: quantizing")
+    model = onnx.load(str(src))
+    matmuls, gathers = _const_weights(model.graph)
+    inits = {i.name: i for i in model.graph.initializer}
+    quant: dict[str, Quantized] = {}
+    b_names = {n.input[1] for n in matmuls}
+    for name in b_names:  # B [K, N]: MatMulNBits quantizes B^T [N, K] along K
+        quant[name] = quantize_rows(numpy_helper.to_array(inits[name]).T)
+    for name in {n.input[0] for n in gathers}:  # the table [V, D]: rows along D
+        quant[name] = quantize_rows(numpy_helper.to_array(inits[name]))
+    del model, inits, matmuls, gathers
+
+    def load() -> tuple[Any, dict[str, Any]]:
+        m = onnx.load(str(src))
+        return m, {i.name: i for i in m.graph.initializer}
+
+    if "fp32" in missing:  # the dequantized weights, in place
+        log(f"{shape.key}: writing fp32 (dequantized)")
+        model, inits = load()
+        for name, q in quant.items():
+            deq = q.dequantized.T.copy() if name in b_names else q.dequantized
+            inits[name].CopyFrom(numpy_helper.from_array(deq, name))
+        _save(model, paths["fp32"])
+        del model, inits
+
+    for form in ("nbits", "nbits_gbq"):
+        if form not in missing:
+            continue
+        log(f"{shape.key}: writing {form}")
+        model, inits = load()
+        matmuls, gathers = _const_weights(model.graph)
+        gone: set[str] = set()
+        new_inits: list[Any] = []
+        for node in matmuls:
+            name = node.input[1]
+            q = quant[name]
+            n, nb = q.scales.shape
+            if name not in gone:
+                new_inits += [numpy_helper.from_array(q.packed, name + "_q4"),
+                              numpy_helper.from_array(q.scales.reshape(-1), name + "_scales"),
+                              numpy_helper.from_array(q.zero_points.reshape(-1), name + "_zp")]
+                gone.add(name)
+            node.CopyFrom(helper.make_node("MatMulNBits", [node.input[0], name + "_q4", name + "_scales",
+                                                           name + "_zp"],
+                                           list(node.output), name=node.name + "_nbits", domain="com.microsoft",
+                                           K=nb * BLOCK, N=n, bits=BITS, block_size=BLOCK,
+                                           accuracy_level=accuracy_level))
+        for node in gathers:  # the embedding fp32 (dequantized, so the function is the same)
+            name = node.input[0]
+            inits[name].CopyFrom(numpy_helper.from_array(quant[name].dequantized, name))
+        _swap_initializers(model, gone, new_inits)
+        if form == "nbits_gbq":
+            _embedding_to_gbq(model, quant)
+        _save(model, paths[form])
+        del model, inits, matmuls, gathers
+
+    if "q8" in missing:
+        log(f"{shape.key}: writing q8")
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        tmp = folder / "q8-tmp" / "model.onnx"
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        quantize_dynamic(str(paths["fp32"]), str(tmp), op_types_to_quantize=["MatMul"],
+                         weight_type=QuantType.QInt8, use_external_data_format=True,
+                         extra_options={"MatMulConstBOnly": True})
+        _save(onnx.load(str(tmp)), paths["q8"])  # renamed to the layout the page expects
+        for f in tmp.parent.iterdir():
+            f.unlink()
+        tmp.parent.rmdir()
+    if "q8c_gbq" in missing:
+        log(f"{shape.key}: writing q8c_gbq")
+        model, inits = load()
+        matmuls, _ = _const_weights(model.graph)
+        gone, new_inits = set(), []
+        for node in matmuls:
+            name = node.input[1]
+            if name not in gone:
+                w = numpy_helper.to_array(inits[name])  # [K, N]
+                scale = (np.abs(w).max(axis=0) / 127.0).astype(np.float32)
+                scale[scale == 0] = 1.0
+                q = np.clip(np.rint(w / scale), -127, 127).astype(np.int8)
+                new_inits += [numpy_helper.from_array(q, name + "_i8"),
+                              numpy_helper.from_array(scale, name + "_i8_scale")]
+                gone.add(name)
+                del w, q
+            node.CopyFrom(helper.make_node("DynamicQuantizeMatMul", [node.input[0], name + "_i8", name + "_i8_scale"],
+                                           list(node.output), name=node.name + "_dqmm", domain="com.microsoft"))
+        _swap_initializers(model, gone, new_inits)
+        _embedding_to_gbq(model, quant)
+        _save(model, paths["q8c_gbq"])
+        del model, inits, matmuls
+    if "q8_gbq" in missing:  # q8's embedding is the 4-bit table dequantized: the same function
+        log(f"{shape.key}: writing q8_gbq")
+        model = onnx.load(str(paths["q8"]))
+        _embedding_to_gbq(model, quant)
+        _save(model, paths["q8_gbq"])
+        del model
+    return paths
+
+
+def form_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+# ---------------------------------------------------------------------------------------------
+# The check: the quantized forms against the fp32 form in onnxruntime (CPython)
+
+
+def _feeds(shape: Shape, ids: list[int], start: int, past: list[np.ndarray]) -> dict[str, np.ndarray]:
+    n = len(ids)
+    feeds = {"input_ids": np.array([ids], np.int64), "attention_mask": np.ones((1, start + n), np.int64),
+             "position_ids": np.arange(start, start + n, dtype=np.int64)[None]}
+    for i in range(shape.layers):
+        feeds[f"past_key_values.{i}.key"], feeds[f"past_key_values.{i}.value"] = past[2 * i], past[2 * i + 1]
+    return feeds
+
+
+def run_cpython(shape: Shape, path: Path, steps: int) -> tuple[list[np.ndarray], list[int]]:
+    """The prefill's logits and each decode step's, greedy; and the tokens chosen."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    past = [np.zeros((1, shape.kv_heads, 0, shape.head_dim), np.float32)] * (2 * shape.layers)
+    ids, start, logits_all, chosen = list(PROMPT), 0, [], []
+    for _ in range(steps + 1):
+        logits, *past = session.run(None, _feeds(shape, ids, start, past))
+        logits_all.append(logits[0])
+        start += len(ids)
+        ids = [int(logits[0, -1].argmax())]
+        chosen.append(ids[0])
+    return logits_all, chosen
+
+
+CHECK_STEPS = 3
+
+
+def logits_check(shape: Shape, paths: dict[str, Path]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each form's logits against those of the form it must equal (a prefill and CHECK_STEPS decode
+    steps): the 4-bit forms against fp32, q8_gbq against q8; q8 against fp32 for information only (an
+    int8 quantization of its own). And every form's run, for the browser's to be compared with."""
+    runs = {form: run_cpython(shape, p, CHECK_STEPS) for form, p in paths.items() if p.exists()}
+    out: dict[str, Any] = {}
+    if "fp32" in runs:
+        out["max_abs_logit_fp32"] = float(max(np.abs(r).max() for r in runs["fp32"][0]))
+    for form, against in (("nbits", "fp32"), ("nbits_gbq", "fp32"), ("q8_gbq", "q8"), ("q8", "fp32"),
+                          ("q8c_gbq", "fp32")):
+        if form in runs and against in runs:
+            (got, ids), (ref, ref_ids) = runs[form], runs[against]
+            out[f"{form}_vs_{against}"] = {
+                "max_abs_diff": float(max(np.abs(a - b).max() for a, b in zip(got, ref, strict=True))),
+                "same_tokens": ids == ref_ids}
+    return out, runs
+
+
+def against_cpython(r: dict[str, Any], run: tuple[list[np.ndarray], list[int]] | None) -> None:
+    """The browser's last-position logits and tokens against onnxruntime's (CPython) for the same form."""
+    rows = r.pop("last_rows", None)
+    if not rows or run is None:
+        return
+    logits, ids = run
+    r["max_abs_diff_vs_cpython"] = float(max(np.abs(np.asarray(row, np.float32) - want[-1]).max()
+                                             for row, want in zip(rows, logits, strict=False)))
+    r["same_tokens_as_cpython"] = r["tokens"][:len(ids)] == ids
+
+
+# ---------------------------------------------------------------------------------------------
+# The browser: onnxruntime-web directly, in a page of a static server with COOP/COEP
+
+PAGE_SCRIPT = """
+async ([device, model, data, cfg]) => {
+  const mod = device === 'webgpu' ? '/ort/ort.webgpu.min.mjs' : '/ort/ort.wasm.min.mjs';
+  const ort = await import(mod);
+  // csi-web's choice: the plain SIMD build on WASM, the asyncify one (WebGPU EP) on WebGPU
+  const build = device === 'webgpu' ? 'ort-wasm-simd-threaded.asyncify' : 'ort-wasm-simd-threaded';
+  ort.env.wasm.wasmPaths = {mjs: `/ort/${build}.mjs`, wasm: `/ort/${build}.wasm`};
+  ort.env.wasm.numThreads = cfg.threads;
+  if (cfg.info_log) ort.env.logLevel = 'info';
+  const t0 = performance.now();
+  const session = await ort.InferenceSession.create(model, {executionProviders: [device],
+    externalData: [{path: data.split('/').at(-1), data}], extra: cfg.extra,
+    ...(cfg.info_log ? {logSeverityLevel: 0} : {})});
+  const create_s = (performance.now() - t0) / 1000;
+  const {layers, kv_heads, head_dim} = cfg;
+  const i64 = (xs) => BigInt64Array.from(xs.map((x) => BigInt(x)));
+  let past = [];
+  const empty = () => new ort.Tensor('float32', new Float32Array(0), [1, kv_heads, 0, head_dim]);
+  for (let i = 0; i < 2 * layers; i++) past.push(empty());
+  let start = 0;
+  const step = async (ids) => {
+    const n = ids.length;
+    const feeds = {input_ids: new ort.Tensor('int64', i64(ids), [1, n]),
+                   attention_mask: new ort.Tensor('int64', i64(new Array(start + n).fill(1)), [1, start + n]),
+                   position_ids: new ort.Tensor('int64', i64(ids.map((_, j) => start + j)), [1, n])};
+    for (let i = 0; i < layers; i++) {
+      feeds[`past_key_values.${i}.key`] = past[2 * i];
+      feeds[`past_key_values.${i}.value`] = past[2 * i + 1];
+    }
+    const out = await session.run(feeds, cfg.info_log ? {logSeverityLevel: 0, logVerbosityLevel: 0} : {});
+    const logits = out.logits.data;
+    const vocab = out.logits.dims[2];
+    const last = logits.subarray((n - 1) * vocab, n * vocab);
+    let best = 0;
+    for (let v = 1; v < vocab; v++) if (last[v] > last[best]) best = v;
+    past = [];
+    for (let i = 0; i < layers; i++) past.push(out[`present.${i}.key`], out[`present.${i}.value`]);
+    start += n;
+    return {best, last};
+  };
+  const t1 = performance.now();
+  const first = await step(cfg.prompt);
+  const prefill_s = (performance.now() - t1) / 1000;
+  const tokens = [first.best];
+  const lastRows = [Array.from(first.last)];
+  const t2 = performance.now();
+  for (let i = 0; i < cfg.steps; i++) {
+    const r = await step([tokens.at(-1)]);
+    tokens.push(r.best);
+    if (i < cfg.keep_rows - 1) lastRows.push(Array.from(r.last));
+  }
+  const decode_s = (performance.now() - t2) / 1000;
+  let measured = null;
+  if (self.crossOriginIsolated && performance.measureUserAgentSpecificMemory) {
+    try { measured = (await performance.measureUserAgentSpecificMemory()).bytes; } catch (e) { measured = String(e); }
+  }
+  await session.release();
+  return {create_s, prefill_s, decode_s, decode_tokens_per_s: cfg.steps / decode_s, tokens,
+          last_rows: lastRows, measure_memory_bytes: measured};
+}
+"""
+
+ADAPTER_SCRIPT = """
+async () => {
+  if (!navigator.gpu) return null;
+  const a = await navigator.gpu.requestAdapter();
+  if (!a) return null;
+  const i = a.info ?? {};
+  return {vendor: i.vendor, architecture: i.architecture, description: i.description,
+          fallback: i.isFallbackAdapter ?? a.isFallbackAdapter ?? null};
+}
+"""
+
+
+@contextmanager
+def peak_rss() -> Iterator[dict[str, int]]:
+    """The peak sum of the resident sets of this process's Chromium descendants, and the peak of
+    the largest one (the renderer, where the wasm memory lives), sampled every 50 ms."""
+    import psutil
+
+    peak = {"sum": 0, "largest": 0}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            sizes = []
+            for p in psutil.Process().children(recursive=True):
+                try:
+                    if "chrom" in p.name():
+                        sizes.append(p.memory_info().rss)
+                except psutil.Error:
+                    continue
+            peak["sum"] = max(peak["sum"], sum(sizes))
+            peak["largest"] = max(peak["largest"], max(sizes, default=0))
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        thread.join()
+
+
+def _site(work: Path) -> Path:
+    site = work / "site"
+    site.mkdir(parents=True, exist_ok=True)
+    for name, target in (("ort", ORT_DIST.resolve()), ("models", work.resolve())):
+        link = site / name
+        if not link.exists():
+            link.symlink_to(target)
+    (site / "index.html").write_text("<!doctype html><title>nbits</title>\n")
+    return site
+
+
+# what onnxruntime's CPU MatMulNBits logs (at INFO) when MLAS has no 4-bit kernel for the target:
+# it then expands the whole B to fp32 in a temporary buffer on every call
+UNPACKED = "Falling back to using unpacked compute mode"
+
+
+def browser_run(playwright: Any, url: str, shape: Shape, model_url: str, device: str, steps: int,
+                threads: int, keep_rows: int = 1, info_log: bool = False,
+                extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One form in a browser of its own (its peak memory is its own)."""
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    try:
+        page = browser.new_page()
+        console: list[str] = []
+        page.on("console", lambda m: console.append(m.text) if UNPACKED in m.text else None)
+        page.set_default_timeout(1_800_000)
+        page.goto(url + "index.html")
+        time.sleep(1.0)
+        with peak_rss() as before:
+            time.sleep(0.3)
+        cfg = {"layers": shape.layers, "kv_heads": shape.kv_heads, "head_dim": shape.head_dim, "prompt": PROMPT,
+               "steps": steps, "threads": threads, "keep_rows": keep_rows, "info_log": info_log,
+               "extra": extra or {}}
+        t = time.perf_counter()
+        with peak_rss() as peak:
+            try:
+                r = page.evaluate(PAGE_SCRIPT, [device, model_url, model_url + ".data", cfg])
+            except Exception as exc:  # an out-of-memory or a missing kernel is a result
+                r = {"error": f"{type(exc).__name__}: {str(exc)[:400]}"}
+        r["wall_s"] = time.perf_counter() - t
+        if info_log:
+            r["unpacked_fallback_logs"] = len(console)
+        r["idle_browser_rss_mb"] = before["sum"] / 2**20
+        r["peak_browser_rss_mb"] = peak["sum"] / 2**20
+        r["peak_largest_process_rss_mb"] = peak["largest"] / 2**20
+        return r
+    finally:
+        browser.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--shapes", default="135m,0.5b")
+    ap.add_argument("--forms", default=",".join(FORMS))
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "csi-nbits")
+    ap.add_argument("--steps", type=int, default=16, help="decode steps timed after the prefill")
+    ap.add_argument("--accuracy-level", type=int, default=0, help="MatMulNBits accuracy_level (0: fp32 compute)")
+    ap.add_argument("--threads", type=int, default=max(1, min(4, (os.cpu_count() or 2) - 1)),
+                    help="ORT-web WASM threads (csi-web: hardwareConcurrency - 1, 1 to 4)")
+    ap.add_argument("--webgpu", action="store_true", help="also one functional run of nbits on WebGPU")
+    ap.add_argument("--no-check", action="store_true", help="skip the CPython logits check")
+    ap.add_argument("--no-browser", action="store_true")
+    ap.add_argument("--info-log", action="store_true", help="ORT INFO logs: count MatMulNBits' fp32 fallbacks")
+    ap.add_argument("--lut-gemm", action="store_true", help="session config mlas.use_lut_gemm=1")
+    args = ap.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+
+    from ..site.serve import serve_in_thread
+
+    forms = args.forms.split(",")
+    result: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpus": os.cpu_count(),
+                              "threads": args.threads, "accuracy_level": args.accuracy_level, "lut_gemm": args.lut_gemm,
+                              "shapes": {}}
+    site = _site(args.work)
+    server, url = serve_in_thread(site)
+    try:
+        for key in args.shapes.split(","):
+            shape = SHAPES[key]
+            sub = f"{key}-acc{args.accuracy_level}"
+            paths = build_forms(shape, args.work / sub, args.accuracy_level, forms)
+            entry: dict[str, Any] = {"shape": shape.__dict__,
+                                     "file_mb": {f: form_bytes(p) / 2**20 for f, p in paths.items() if p.exists()}}
+            result["shapes"][key] = entry
+            runs: dict[str, Any] = {}
+            if not args.no_check:
+                log(f"{key}: logits check (CPython onnxruntime)")
+                entry["logits_check"], runs = logits_check(shape, paths)
+                log(f"{key}: {json.dumps(entry['logits_check'])}")
+            if args.no_browser:
+                continue
+            entry["wasm"] = {}
+            with sync_playwright() as p:
+                for form in forms:
+                    log(f"{key}: {form} on WASM")
+                    r = browser_run(p, url, shape, f"/models/{sub}/{form}/model.onnx", "wasm", args.steps,
+                                    args.threads, keep_rows=CHECK_STEPS + 1, info_log=args.info_log,
+                                    extra={"mlas": {"use_lut_gemm": "1"}} if args.lut_gemm else None)
+                    against_cpython(r, runs.get(form))
+                    entry["wasm"][form] = r
+                    log(f"{key}: {form}: {json.dumps(r)}")
+                if args.webgpu:
+                    b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+                    pg = b.new_page()
+                    pg.goto(url + "index.html")
+                    entry["webgpu_adapter"] = pg.evaluate(ADAPTER_SCRIPT)
+                    b.close()
+                    log(f"{key}: nbits on WebGPU ({entry['webgpu_adapter']})")
+                    r = browser_run(p, url, shape, f"/models/{sub}/nbits/model.onnx", "webgpu", CHECK_STEPS,
+                                    args.threads, keep_rows=CHECK_STEPS + 1)
+                    against_cpython(r, runs.get("nbits") or run_cpython(shape, paths["nbits"], CHECK_STEPS))
+                    entry["webgpu_nbits"] = r
+                    log(f"{key}: webgpu: {json.dumps(r)}")
+    finally:
+        server.shutdown()
+        print(json.dumps(result, indent=2), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
