@@ -34,16 +34,14 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .nbits_forms import ARGS, CHROMIUM, FORMS, ORT_DIST, PROMPT, SHAPES, Shape, build_forms, form_bytes, log
+from .startup import peak_browser_rss
 
 # ---------------------------------------------------------------------------------------------
 # The check: the quantized forms against the fp32 form in onnxruntime (CPython)
@@ -184,37 +182,6 @@ async () => {
 """
 
 
-@contextmanager
-def peak_rss() -> Iterator[dict[str, int]]:
-    """The peak sum of the resident sets of this process's Chromium descendants, and the peak of
-    the largest one (the renderer, where the wasm memory lives), sampled every 50 ms."""
-    import psutil
-
-    peak = {"sum": 0, "largest": 0}
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.is_set():
-            sizes = []
-            for p in psutil.Process().children(recursive=True):
-                try:
-                    if "chrom" in p.name():
-                        sizes.append(p.memory_info().rss)
-                except psutil.Error:
-                    continue
-            peak["sum"] = max(peak["sum"], sum(sizes))
-            peak["largest"] = max(peak["largest"], max(sizes, default=0))
-            time.sleep(0.05)
-
-    thread = threading.Thread(target=sample, daemon=True)
-    thread.start()
-    try:
-        yield peak
-    finally:
-        done.set()
-        thread.join()
-
-
 def _site(work: Path) -> Path:
     site = work / "site"
     site.mkdir(parents=True, exist_ok=True)
@@ -243,13 +210,13 @@ def browser_run(playwright: Any, url: str, shape: Shape, model_url: str, device:
         page.set_default_timeout(1_800_000)
         page.goto(url + "index.html")
         time.sleep(1.0)
-        with peak_rss() as before:
+        with peak_browser_rss() as before:
             time.sleep(0.3)
         cfg = {"layers": shape.layers, "kv_heads": shape.kv_heads, "head_dim": shape.head_dim, "prompt": PROMPT,
                "steps": steps, "threads": threads, "keep_rows": keep_rows, "info_log": info_log,
                "extra": extra or {}}
         t = time.perf_counter()
-        with peak_rss() as peak:
+        with peak_browser_rss() as peak:
             try:
                 r = page.evaluate(PAGE_SCRIPT, [device, model_url, model_url + ".data", cfg])
             except Exception as exc:  # an out-of-memory or a missing kernel is a result

@@ -28,15 +28,11 @@ class SamplingDefaults:
 
     def or_else(self, other: SamplingDefaults) -> SamplingDefaults:
         """These defaults, with ``other``'s where these say nothing."""
-        return SamplingDefaults(**{f.name: other_or(getattr(self, f.name), getattr(other, f.name))
-                                   for f in fields(self)})
+        mine = {f.name: getattr(self, f.name) for f in fields(self)}
+        return SamplingDefaults(**{k: getattr(other, k) if v is None else v for k, v in mine.items()})
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
-
-
-def other_or(value: Any, other: Any) -> Any:
-    return other if value is None else value
 
 
 NEUTRAL = SamplingDefaults(temperature=1.0, top_k=0, top_p=1.0, repetition_penalty=1.0)

@@ -35,17 +35,6 @@ class ChatTokensRequest(Strict):
     """The start of the assistant's reply: its tokens follow the generation prompt."""
 
 
-class ChatTokens(BaseModel):
-    model: str
-    token_ids: list[int] | None
-    """``None`` when the conversation does not fit the context window (see ``count``)."""
-    count: int
-    """How many tokens the conversation takes (at least ``context_window`` when it does not fit)."""
-    context_window: int
-    sampling: ModelSampling
-    """What a request that leaves sampling out gets on this model (the Prompt API's defaults)."""
-
-
 class ModelSampling(BaseModel):
     """The model's sampling defaults, completed as an OpenAI request leaving them out gets them."""
 
@@ -60,7 +49,16 @@ class ModelSampling(BaseModel):
         return cls(**declared.or_else(NEUTRAL).to_dict())
 
 
-ChatTokens.model_rebuild()
+class ChatTokens(BaseModel):
+    model: str
+    token_ids: list[int] | None
+    """``None`` when the conversation does not fit the context window (see ``count``)."""
+    count: int
+    """How many tokens the conversation takes (at least ``context_window`` when it does not fit)."""
+    context_window: int
+    sampling: ModelSampling
+    """What a request that leaves sampling out gets on this model (the Prompt API's defaults)."""
+
 
 _TOO_LONG = re.compile(r"has (\d+) tokens")
 
