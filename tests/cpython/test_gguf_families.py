@@ -38,7 +38,9 @@ class Imported:
     folder: Path
 
 
-@pytest.fixture(scope="module", params=sorted(FAMILIES))
+# Qwen2 (biases) is held to its source by the page's graph (test_gguf_graph.py); the importer's
+# Qwen2 path is the Llama one with biases, checked against transformers on every import
+@pytest.fixture(scope="module", params=sorted(f for f in FAMILIES if f != "qwen2"))
 def imported(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Imported:
     from buildtools.models.gguf_import import import_gguf
 

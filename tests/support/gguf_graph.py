@@ -1,0 +1,53 @@
+"""csi's GGUF decoder graph (``csi.gguf.graph``) made runnable in CPython: the file read by gguf-py
+(metadata as plain values, the tensor table), the graph written to a model folder's
+``onnx/model.onnx`` and its weights buffer filled as the page's loader fills it, with gguf-py's own
+dequantization (the page's, ``worker/gguf_dequant.js``, is held to gguf-py bit for bit elsewhere)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from csi.gguf.graph import WEIGHTS_FILE, DecoderGraph, decoder_graph
+from csi.gguf.spec import TensorInfo
+
+
+def plain_gguf(path: Path) -> tuple[dict[str, Any], list[TensorInfo]]:
+    """The file's metadata (plain Python values) and tensor table, as the worker's reader gives them."""
+    from gguf import GGUFReader
+
+    reader = GGUFReader(str(path))
+    meta: dict[str, Any] = {}
+    for key, field in reader.fields.items():
+        try:
+            meta[key] = field.contents()
+        except Exception:  # noqa: BLE001 - exotic fields carry nothing the graph needs
+            continue
+    tensors = [TensorInfo(t.name, tuple(int(d) for d in t.shape), int(t.tensor_type), int(t.data_offset),
+                          int(t.n_bytes)) for t in reader.tensors]
+    return meta, tensors
+
+
+def graph_folder(path: Path, folder: Path) -> DecoderGraph:
+    """Write the GGUF at ``path`` as the model folder ``folder`` (config and ONNX with its weights)."""
+    from gguf import GGMLQuantizationType
+    from gguf.quants import dequantize
+
+    meta, tensors = plain_gguf(path)
+    graph = decoder_graph(meta, tensors)
+    raw = np.memmap(path, dtype=np.uint8, mode="r")
+    buffer = np.zeros(graph.weights_bytes // 4, np.float32)
+    for w in graph.weights:
+        rows = np.asarray(raw[w.offset:w.offset + w.size]).reshape(w.rows, -1)
+        values = dequantize(rows, GGMLQuantizationType(w.type)).astype(np.float32).reshape(w.rows, w.cols)
+        if w.row_order is not None:
+            values = values[list(w.row_order)]
+        buffer[w.at // 4:w.at // 4 + w.rows * w.cols] = values.ravel()
+    (folder / "onnx").mkdir(parents=True, exist_ok=True)
+    (folder / "onnx" / "model.onnx").write_bytes(graph.model)
+    buffer.tofile(folder / "onnx" / WEIGHTS_FILE)
+    (folder / "config.json").write_text(json.dumps(graph.spec.config, indent=2))
+    return graph
