@@ -27,6 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "py"))  # csi.gguf: the page's GGUF code, which import-gguf shares
 
 from buildtools import own_venv  # noqa: E402  (standard library only)
 

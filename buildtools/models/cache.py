@@ -59,7 +59,7 @@ def build_models() -> dict[str, Path]:
 
     decoder = [HERE / "onnx_decoder.py", HERE / "traceable_decoder.py"]
     gguf_sources = [HERE / "smollm2.py", HERE / "gguf_import.py", HERE / "gguf_families.py", HERE / "gguf_blocks.py",
-                    HERE / "gguf_sampling.py",
+                    HERE.parents[1] / "py" / "csi" / "gguf" / "sampling.py",
                     *decoder]
     return {
         smollm2.MODEL_ID: cached_build(smollm2.MODEL_ID, gguf_sources, smollm2.build),

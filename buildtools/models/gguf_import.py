@@ -34,7 +34,7 @@ from onnx import TensorProto, helper, numpy_helper
 from . import gguf_families as families
 from .gguf_blocks import PLANE_TYPES, RAW_TYPES, GraphEditor, expand_planes, expand_raw, raw_blocks, unpack
 from .gguf_families import ARCHITECTURES, MODEL_TYPES
-from .gguf_sampling import generation_config_of_gguf
+from csi.gguf.sampling import generation_config_of_gguf
 
 EXACT_TYPES = (*RAW_TYPES, *PLANE_TYPES, "F16")
 FLOAT_TYPES = ("F32",)

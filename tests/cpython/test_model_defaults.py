@@ -115,7 +115,7 @@ def test_generation_config_reading_follows_transformers() -> None:
 def test_a_ggufs_sampling_keys_become_generation_config_entries() -> None:
     from gguf.constants import Keys
 
-    from buildtools.models.gguf_sampling import generation_config_of_gguf
+    from csi.gguf.sampling import generation_config_of_gguf
 
     meta = {Keys.General.SAMPLING_TEMP: 0.6, Keys.General.SAMPLING_TOP_K: 20, Keys.General.SAMPLING_TOP_P: 0.95,
             Keys.General.SAMPLING_PENALTY_REPEAT: 1.05, Keys.General.SAMPLING_MIN_P: 0.0, "general.name": "x"}

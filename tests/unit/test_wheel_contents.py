@@ -71,6 +71,7 @@ SHIPPED = {
     "gguf/spec.py": "a GGUF's model from its header: shape, family, refusals",
     "gguf/graph.py": "a GGUF's decoder graph, written in the worker",
     "gguf/onnx_proto.py": "the ONNX protobuf the graph is written in",
+    "gguf/sampling.py": "the sampling defaults a GGUF declares",
     "core/scope.py": "which page message a piece of work serves",
     "core/stop_text.py": "stop sequences over streamed text",
     "core/token_bytes.py": "token id -> bytes tables",

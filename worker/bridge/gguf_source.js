@@ -1,0 +1,124 @@
+// A GGUF file a person opens in the page, with no build step: a URL, a file they picked (a blob: URL
+// the page made for it) or a file in the site's models/. Its bytes are kept in Cache Storage as they
+// come (a second visit reads them from there; an interrupted download is never kept), read as a Blob
+// (on disk, not in memory), its header read by gguf_reader.js, and its weights expanded tensor by
+// tensor (gguf_dequant.js) into the buffer the graph Python wrote (csi.gguf.graph) points into.
+
+import { dequantize } from "../gguf_dequant.js";
+import { blobSource, readGGUFHeader } from "../gguf_reader.js";
+
+/** The Cache Storage bucket GGUF files are kept in, by URL. */
+export const GGUF_CACHE = "csi-gguf";
+const SITE = new URL("../../", import.meta.url);
+
+/** Whether model id `id` names a GGUF file (its path, or a blob: URL's fragment, ends in .gguf). @param {string} id */
+export function isGGUF(id) {
+  const [path, fragment = ""] = id.split("#", 2);
+  return /\.gguf$/i.test(path.split("?")[0]) || /\.gguf$/i.test(fragment);
+}
+
+/** The file's URL (a relative id is the site's). @param {string} id */
+export function ggufUrl(id) {
+  return new URL(id.split("#")[0], SITE).href;
+}
+
+/** A short name for progress and messages. @param {string} id */
+export function ggufName(id) {
+  const [path, fragment] = id.split("#", 2);
+  return decodeURIComponent(fragment || path.split("?")[0].split("/").pop() || id);
+}
+
+/**
+ * @typedef {(loaded: number, total: number) => void} BytesProgress
+ */
+
+/**
+ * The file of `id` as a Blob: a picked file as it is; a URL from the cache when a visit kept it,
+ * else downloaded into the cache (with progress), falling back to memory where there is no cache.
+ * @param {string} id @param {AbortSignal} signal @param {BytesProgress} onProgress
+ * @returns {Promise<Blob>}
+ */
+export async function ggufBlob(id, signal, onProgress) {
+  const url = ggufUrl(id);
+  if (url.startsWith("blob:")) {
+    const blob = await (await fetch(url, { signal })).blob();
+    onProgress(blob.size, blob.size);
+    return blob;
+  }
+  const cache = typeof caches === "undefined" ? null : await caches.open(GGUF_CACHE).catch(() => null);
+  const kept = await cache?.match(url);
+  if (kept) {
+    const blob = await kept.blob();
+    onProgress(blob.size, blob.size);
+    return blob;
+  }
+  const response = await fetch(url, { signal });
+  if (!response.ok || !response.body) throw new Error(`could not download ${ggufName(id)}: HTTP ${response.status}`);
+  const total = Number(response.headers.get("content-length")) || 0;
+  let loaded = 0;
+  const counted = response.body.pipeThrough(new TransformStream({
+    transform(chunk, out) {
+      loaded += chunk.length;
+      onProgress(loaded, Math.max(total, loaded));
+      out.enqueue(chunk);
+    },
+  }));
+  if (!cache) return new Response(counted).blob();
+  const headers = { "content-type": "application/octet-stream", "content-length": String(total || "") };
+  if (!total) delete /** @type {Record<string, string>} */ (headers)["content-length"];
+  await cache.put(url, new Response(counted, { headers })); // kept only once whole
+  const stored = await cache.match(url);
+  if (!stored) throw new Error(`${ggufName(id)} could not be kept in the browser's cache`);
+  return stored.blob();
+}
+
+/**
+ * The header as JSON for Python: metadata (numeric arrays as arrays, 64-bit integers as numbers
+ * where exact, else strings) and the tensor table.
+ * @param {Blob} blob @returns {Promise<string>}
+ */
+export async function headerJson(blob) {
+  const header = await readGGUFHeader(blobSource(blob));
+  /** @type {Record<string, any>} */
+  const metadata = {};
+  for (const [key, value] of header.metadata) metadata[key] = plain(value);
+  const tensors = header.tensors.map((t) => ({ name: t.name, dims: t.dims, type: t.type, offset: t.offset, size: t.size }));
+  return JSON.stringify({ metadata, tensors, file_size: header.fileSize });
+}
+
+/** @param {any} v @returns {any} */
+function plain(v) {
+  if (typeof v === "bigint") return Number.isSafeInteger(Number(v)) ? Number(v) : String(v);
+  if (ArrayBuffer.isView(v)) return Array.from(/** @type {any} */ (v), plain);
+  if (Array.isArray(v)) return v.map(plain);
+  return v;
+}
+
+/**
+ * @typedef {{tensor: string, type: number, offset: number, size: number, rows: number, cols: number,
+ *            at: number, row_order: number[]|null}} Weight
+ *   one initializer of the graph: the file's tensor (`size` bytes at `offset`) expanded to float32
+ *   at byte `at` of the weights buffer (csi.gguf.graph.Weight)
+ */
+
+/**
+ * The weights buffer of the graph: every tensor read from the file and expanded.
+ * @param {Blob} blob @param {Weight[]} weights @param {number} bytes the buffer's size
+ * @param {AbortSignal} signal @param {BytesProgress} onProgress (bytes of the file read)
+ * @returns {Promise<Uint8Array>}
+ */
+export async function expandWeights(blob, weights, bytes, signal, onProgress) {
+  const data = new Uint8Array(bytes);
+  const floats = new Float32Array(data.buffer);
+  const total = weights.reduce((n, w) => n + w.size, 0);
+  let done = 0;
+  for (const w of weights) {
+    signal.throwIfAborted();
+    if (w.offset + w.size > blob.size) throw new Error(`tensor ${w.tensor} lies past the end of the file`);
+    const src = new Uint8Array(await blob.slice(w.offset, w.offset + w.size).arrayBuffer());
+    dequantize(w.type, src, w.rows, w.cols, floats, w.at / 4, w.row_order ? { rowOrder: w.row_order } : {});
+    done += w.size;
+    onProgress(done, total);
+  }
+  return data;
+}
