@@ -80,6 +80,7 @@ import { workerUrl } from "./runtime_base.js";
  */
 
 export { EngineError, workerUrl };
+export { ggufFileModelId } from "./gguf_file.js";
 export { SKILL_TIME_LIMIT_MS } from "./client/skills_api.js";
 export {
   deleteChatConfigInCache,

@@ -4,7 +4,7 @@
 // never a block); the device, with the WebGPU adapter; the servers of remote models, whose models
 // the picker lists too ("server" and its URL); and the models stored in this browser.
 
-import { hasModelInCache } from "csi-web";
+import { ggufFileModelId, hasModelInCache } from "csi-web";
 import { el, find } from "./dom.js";
 import { describeAdapter } from "./models_device.js";
 import { formatBytes, hubMirror, hubSize, storageFit } from "./models_sizes.js";
@@ -21,6 +21,7 @@ import { mountStoredModels } from "./models_stored.js";
  */
 
 const HUB_ID = /^[\w.-]+\/[\w.-]+$/;
+const GGUF = /\.gguf$/i;
 
 /**
  * Mount the Models panel, driving `loader`'s loads.
@@ -35,6 +36,9 @@ export function mountModels(root, loader) {
     remote: find(root, "#models-remote", HTMLUListElement),
     hubChoice: find(root, "#models-hub-choice", HTMLInputElement),
     hubId: find(root, "#models-hub-id", HTMLInputElement),
+    ggufChoice: find(root, "#models-gguf-choice", HTMLInputElement),
+    ggufUrl: find(root, "#models-gguf-url", HTMLInputElement),
+    ggufFile: find(root, "#models-gguf-file", HTMLInputElement),
     adapter: find(root, "#models-adapter", HTMLElement),
     plan: find(root, "#models-plan", HTMLElement),
     load: find(root, "#models-load", HTMLButtonElement),
@@ -51,10 +55,14 @@ export function mountModels(root, loader) {
   let planSeq = 0;
   const stored = mountStoredModels(root, () => last?.loaded ?? "");
 
-  /** The model chosen: a site model's id, or the Hub id typed in. */
+  /** @type {{id: string, file: File}|null} the GGUF file picked last, with its model id */
+  let picked = null;
+
+  /** The model chosen: a site model's id, the Hub id typed in, or a GGUF's (URL or file picked). */
   function chosen() {
     const radio = root.querySelector("input[name=models-choice]:checked");
     if (!(radio instanceof HTMLInputElement)) return "";
+    if (radio === ui.ggufChoice) return ui.ggufUrl.value.trim() || picked?.id || "";
     return radio === ui.hubChoice ? ui.hubId.value.trim() : radio.value;
   }
 
@@ -117,6 +125,11 @@ export function mountModels(root, loader) {
       else ui.plan.dataset.bytes = String(bytes);
     };
     if (!id) return say("Choose a model.");
+    if (picked && id === picked.id) {
+      return say(`${picked.file.name}: ${formatBytes(picked.file.size)} on your disk, opened in this page (nothing is uploaded).`,
+        "", 0);
+    }
+    if (GGUF.test(id.split(/[?#]/)[0])) return say(`${id}: a GGUF file, downloaded once and kept in this browser.`);
     const server = remote.get(id);
     if (server?.policy === "remote") return say(`${id} runs on ${server.baseURL}: nothing to download.`, "", 0);
     const orServer = server ? ` If it cannot load here, ${server.baseURL} serves it.` : "";
@@ -172,6 +185,19 @@ export function mountModels(root, loader) {
   ui.site.addEventListener("change", showPlan);
   ui.remote.addEventListener("change", showPlan);
   ui.hubChoice.addEventListener("change", showPlan);
+  ui.ggufChoice.addEventListener("change", showPlan);
+  ui.ggufUrl.addEventListener("input", () => {
+    ui.ggufChoice.checked = true;
+    showPlan();
+  });
+  ui.ggufFile.addEventListener("change", () => {
+    const file = ui.ggufFile.files?.[0];
+    if (!file) return;
+    picked = { id: ggufFileModelId(file), file };
+    ui.ggufUrl.value = "";
+    ui.ggufChoice.checked = true;
+    showPlan();
+  });
   /** @type {ReturnType<typeof setTimeout>|undefined} */
   let typing;
   ui.hubId.addEventListener("input", () => {

@@ -32,6 +32,12 @@ export class Bridge {
   /** @param {Parameters<LoadingRole["loadModel"]>} a */
   loadModel(...a) { return this.#loading.loadModel(...a); }
   abortLoads() { this.#loading.abortLoads(); }
+  /** @param {Parameters<LoadingRole["openGGUF"]>} a */
+  openGGUF(...a) { return this.#loading.openGGUF(...a); }
+  /** @param {Parameters<LoadingRole["loadGGUF"]>} a */
+  loadGGUF(...a) { return this.#loading.loadGGUF(...a); }
+  /** Drop a GGUF opened and not loaded. @param {string} id */
+  forgetGGUF(id) { this.#loading.opened.delete(id); }
   /** @param {string} id @param {string} device */
   preload(id, device) { this.#loading.preload(id, device); }
   discardPreloads() { return this.#loading.discardPreloads(); }

@@ -13,9 +13,10 @@ import { ChatModel } from "../chat_model.js";
 import { EXPANDED_GRAPHS } from "../gguf_blocks.js";
 import { useRuntimeFor } from "../runtime_env.js";
 import { PromptInsides } from "../insides_session.js";
-import { HUB, abortLoads, beginLoad } from "../hub_fetch.js";
+import { HUB, SITE_ONLY, abortLoads, beginLoad } from "../hub_fetch.js";
 import { EmbeddingModel } from "./embedding_model.js";
 import { beginExpansion, dropEarlyExpansions, expandGGUFBlocks } from "./gguf_expand.js";
+import { expandWeights, ggufBlob, ggufName, headerJson } from "./gguf_source.js";
 import { BUILTIN_MODELS } from "./site_models.js";
 
 /** @typedef {import("./model_store.js").ModelStore} ModelStore */
@@ -27,6 +28,10 @@ import { BUILTIN_MODELS } from "./site_models.js";
  */
 
 const CAUSAL_ARCH = /(ForCausalLM|LMHeadModel)$/;
+const SITE = new URL("../../", import.meta.url);
+const utf8 = new TextEncoder();
+/** What the graph's weights initializers point into (csi.gguf.graph.WEIGHTS_FILE). */
+const GGUF_WEIGHTS = "gguf_weights.bin";
 
 async function webgpuAvailable() {
   try {
@@ -53,6 +58,82 @@ export class LoadingRole {
     this.preloads = new Map();
     /** @type {Promise<unknown>} the last preload (they run one after the other, as Python's loads) */
     this.preloadChain = Promise.resolve();
+    /** @type {Map<string, Blob>} GGUF files opened (openGGUF) and not loaded yet, by model id */
+    this.opened = new Map();
+  }
+
+  /**
+   * Open GGUF model `id` (a URL, a blob: URL of a picked file, a path of the site): its bytes kept
+   * (Cache Storage) with progress, its header read. Returns the header as JSON for Python, which
+   * writes the model's graph and files ({@link loadGGUF} loads them).
+   * @param {string} id @param {(p: Progress) => void} onProgress @returns {Promise<string>}
+   */
+  async openGGUF(id, onProgress) {
+    if (this.preloads.size) await this.discardPreloads();
+    const load = beginLoad(null);
+    let ok = false;
+    try {
+      const file = ggufName(id);
+      const blob = await ggufBlob(id, load.signal, (loaded, total) => {
+        if (!load.signal.aborted) onProgress({ stage: "progress", file, loaded, total, model: id });
+      });
+      load.signal.throwIfAborted();
+      const header = await headerJson(blob);
+      this.opened.set(id, blob);
+      ok = true;
+      return header;
+    } finally {
+      await load.done(ok);
+    }
+  }
+
+  /**
+   * Load GGUF model `id` opened by {@link openGGUF}: its weights expanded from the file into the
+   * buffer `graph` points into, the files Python wrote (config, tokenizer) served to transformers.js
+   * from memory under a model id of their own.
+   * @param {string} id @param {string} device @param {(p: Progress) => void} onProgress
+   * @param {Uint8Array} graph the ONNX graph @param {string} filesJson {name: text} of the model folder
+   * @param {string} weightsJson the graph's weights (gguf_source.js's Weight[]) @param {number} weightsBytes
+   * @returns {Promise<string>} the model's info, as JSON
+   */
+  async loadGGUF(id, device, onProgress, graph, filesJson, weightsJson, weightsBytes) {
+    const blob = this.opened.get(id);
+    this.opened.delete(id);
+    if (!blob) throw new Error(`${id} was not opened`);
+    const load = beginLoad(null);
+    const folder = `gguf-${hashOf(id)}`;
+    /** @type {string[]} */
+    const served = [];
+    let ok = false;
+    try {
+      if (device === "auto") device = (await webgpuAvailable()) ? "webgpu" : "wasm";
+      useRuntimeFor(device);
+      const file = GGUF_WEIGHTS;
+      const data = await expandWeights(blob, JSON.parse(weightsJson), weightsBytes, load.signal, (loaded, total) =>
+        onProgress({ stage: "expand", file, loaded, total, model: id }));
+      /** @type {Record<string, string>} */
+      const files = JSON.parse(filesJson);
+      const at = (/** @type {string} */ name) => new URL(`${env.localModelPath}${folder}/${name}`, SITE).href;
+      for (const [name, text] of Object.entries(files)) {
+        served.push(at(name));
+        EXPANDED_GRAPHS.set(at(name), utf8.encode(text));
+      }
+      served.push(at("onnx/model.onnx"));
+      EXPANDED_GRAPHS.set(at("onnx/model.onnx"), graph);
+      SITE_ONLY.add(folder);
+      const progress_callback = (/** @type {any} */ e) => {
+        if (!load.signal.aborted && e.status === "ready") onProgress({ stage: "ready", file: null, loaded: 1, total: 1, model: id });
+      };
+      const options = { device, progress_callback, dtype: "fp32",
+                        session_options: { externalData: [{ path: GGUF_WEIGHTS, data }] } };
+      const info = await this.#loadSessions(folder, device, JSON.parse(files["config.json"]), options, onProgress,
+                                            load.signal, new Set(), id);
+      ok = true;
+      return info;
+    } finally {
+      for (const url of served) EXPANDED_GRAPHS.delete(url);
+      await load.done(ok);
+    }
   }
 
   /**
@@ -187,8 +268,9 @@ export class LoadingRole {
   /**
    * @param {string} id @param {string} device @param {any} config @param {Record<string, any>} options
    * @param {(p: Progress) => void} onProgress @param {AbortSignal} signal @param {Set<string>} onnxFiles
+   * @param {string} storeId the id the model is kept and reported under (a GGUF's is not transformers.js's)
    */
-  async #loadSessions(id, device, config, options, onProgress, signal, onnxFiles) {
+  async #loadSessions(id, device, config, options, onProgress, signal, onnxFiles, storeId = id) {
     const progress_callback = options.progress_callback;
     const seq = (this.loadSeq.get(id) ?? 0) + 1;
     this.loadSeq.set(id, seq);
@@ -205,10 +287,10 @@ export class LoadingRole {
         await model.dispose?.();
         throw signal.reason ?? new Error(`a later load of ${id} replaced this one`);
       }
-      const m = new ChatModel(id, tokenizer, model, config);
+      const m = new ChatModel(storeId, tokenizer, model, config);
       if (device === "webgpu") m.gpuDevice = await env.backends.onnx.webgpu?.device;
       m.insides = new PromptInsides(m, [...onnxFiles], BUILTIN_MODELS.includes(id));
-      this.store.models.set(id, m);
+      this.store.models.set(storeId, m);
       const gen = model.generation_config ?? {};
       const eos = [gen.eos_token_id, config.eos_token_id, tokenizer.eos_token_id]
         .flat()
@@ -234,7 +316,7 @@ export class LoadingRole {
         vocab_size: config.vocab_size ?? 0,
       };
     }
-    onProgress({ stage: "ready", file: null, loaded: 1, total: 1, model: id });
+    onProgress({ stage: "ready", file: null, loaded: 1, total: 1, model: storeId });
     return JSON.stringify({ ...info, device });
   }
 
@@ -279,4 +361,11 @@ export class LoadingRole {
       await m.extractor.dispose?.();
     }
   }
+}
+
+/** A short stable hash of a string (FNV-1a), for names. @param {string} s */
+function hashOf(s) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return (h >>> 0).toString(16).padStart(8, "0");
 }

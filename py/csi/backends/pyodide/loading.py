@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from json import loads
+from dataclasses import asdict
+from json import dumps, loads
 from typing import Any
 
-from pyodide.ffi import JsException, create_proxy
+from pyodide.ffi import JsException, create_proxy, to_js
 
 from ...core.backend import ModelInfo, ProgressFn
 from ...core.sampling_defaults import from_generation_config
 from ...errors import ModelLoadError
+from ...gguf.page import is_gguf_id, page_model
 from .bridge_state import BridgeState
 
 
@@ -24,7 +26,10 @@ class PyodideLoading(BridgeState):
 
         callback = create_proxy(on_progress)
         try:
-            info = loads(await self._bridge.loadModel(model_id, device, callback, None, hub))
+            if is_gguf_id(model_id):
+                info = loads(await self._load_gguf(model_id, device, callback))
+            else:
+                info = loads(await self._bridge.loadModel(model_id, device, callback, None, hub))
         except JsException as exc:
             raise ModelLoadError(f"could not load model {model_id!r}: {exc.message}", "model") from None
         finally:
@@ -38,6 +43,19 @@ class PyodideLoading(BridgeState):
             vocab_size=int(info["vocab_size"]),
             sampling=from_generation_config(info.get("generation_config")),
         )
+
+    async def _load_gguf(self, model_id: str, device: str, callback: Any) -> str:
+        """A GGUF file opened as it is: the worker reads its header, this writes its graph and files
+        (``csi.gguf``), the worker expands its weights into the graph's buffer and loads it."""
+        header = await self._bridge.openGGUF(model_id, callback)
+        try:
+            model = page_model(str(header))
+        except ValueError as exc:  # GGUFModelError, GGUFTokenizerError: the file's model is not one we run
+            self._bridge.forgetGGUF(model_id)
+            raise ModelLoadError(f"could not load model {model_id!r}: {exc}", "model") from None
+        weights = dumps([asdict(w) for w in model.graph.weights])
+        return str(await self._bridge.loadGGUF(model_id, device, callback, to_js(model.graph.model),
+                                               dumps(model.files), weights, model.graph.weights_bytes))
 
     def cancel_loads(self) -> None:
         self._bridge.abortLoads()

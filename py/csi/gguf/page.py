@@ -1,0 +1,51 @@
+"""A GGUF opened in the page: from the header the worker read, the model folder transformers.js loads
+(config, generation config, tokenizer files) and the decoder graph whose weights the worker expands."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .graph import DecoderGraph, decoder_graph
+from .sampling import generation_config_of_gguf
+from .spec import GGUFModelError, TensorInfo
+from .tokenizer import tokenizer_files
+
+
+def is_gguf_id(model_id: str) -> bool:
+    """Whether a model id names a GGUF file: its path ends in ``.gguf``, or (a blob: URL the page made
+    for a picked file) its fragment does."""
+    path, _, fragment = model_id.partition("#")
+    return path.split("?")[0].lower().endswith(".gguf") or fragment.lower().endswith(".gguf")
+
+
+@dataclass
+class PageModel:
+    """The files of the model folder (name -> text) and its graph."""
+
+    files: dict[str, str]
+    graph: DecoderGraph
+
+
+def _tensor(t: Any) -> TensorInfo:
+    if not isinstance(t, dict):
+        raise GGUFModelError("the file's tensor table is not readable")
+    return TensorInfo(str(t["name"]), tuple(int(d) for d in t["dims"]), int(t["type"]), int(t["offset"]),
+                      int(t["size"]))
+
+
+def page_model(header_json: str) -> PageModel:
+    """The model of the GGUF whose header (``worker/bridge/gguf_source.js``'s ``headerJson``) is given."""
+    header = json.loads(header_json)
+    meta: dict[str, Any] = header["metadata"]
+    graph = decoder_graph(meta, [_tensor(t) for t in header["tensors"]])
+    config = dict(graph.spec.config)
+    tokenizer, tokenizer_config = tokenizer_files(meta, graph.spec.context)
+    generation = {**generation_config_of_gguf(meta), **{k: config[k] for k in ("bos_token_id", "eos_token_id",
+                                                                             "pad_token_id") if k in config}}
+    config["transformers.js_config"] = {"dtype": "fp32"}
+    files = {"config.json": json.dumps(config), "generation_config.json": json.dumps(generation),
+             "tokenizer.json": json.dumps(tokenizer, ensure_ascii=False),
+             "tokenizer_config.json": json.dumps(tokenizer_config, ensure_ascii=False)}
+    return PageModel(files, graph)
