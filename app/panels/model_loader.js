@@ -8,6 +8,9 @@ import { find } from "./dom.js";
 import { mountModels } from "./models.js";
 import { formatBytes, hubMirror, siteModels } from "./models_sizes.js";
 
+/** How a model id reads: a picked GGUF file's (a blob: URL) by its file name. @param {string} id */
+const shown = (id) => (id.startsWith("blob:") && id.includes("#") ? decodeURIComponent(id.split("#")[1]) : id);
+
 /**
  * @typedef {import("csi-web").WebWorkerEngine} WebWorkerEngine
  * @typedef {import("csi-web").EngineConfig} EngineConfig
@@ -46,9 +49,9 @@ export function readyText(modelId, device, load) {
   const info = load?.models?.find((m) => m.model_id === modelId);
   const remote = typeof info?.remote === "string" ? info.remote : null;
   const fallback = typeof info?.fallback === "string" ? info.fallback : null;
-  if (!remote) return { remote, fallback, text: `${modelId} is ready in this browser (${device}).` };
-  if (fallback) return { remote, fallback, text: `${modelId} is ready on ${remote}: it could not load in this browser (${fallback}).` };
-  return { remote, fallback, text: `${modelId} is ready on ${remote} (nothing downloaded).` };
+  if (!remote) return { remote, fallback, text: `${shown(modelId)} is ready in this browser (${device}).` };
+  if (fallback) return { remote, fallback, text: `${shown(modelId)} is ready on ${remote}: it could not load in this browser (${fallback}).` };
+  return { remote, fallback, text: `${shown(modelId)} is ready on ${remote} (nothing downloaded).` };
 }
 
 /**
@@ -175,7 +178,7 @@ export function mountModelLoader(root, events) {
       events.onLoaded(engine, modelId);
     } catch (/** @type {any} */ err) {
       if (mine !== seq) return;
-      const text = cancelled ? `Cancelled loading ${modelId}: no model is loaded.` : `Could not load ${modelId}: ${err.message}`;
+      const text = cancelled ? `Cancelled loading ${shown(modelId)}: no model is loaded.` : `Could not load ${shown(modelId)}: ${err.message}`;
       ui.status.textContent = text;
       update({ phase: cancelled ? "cancelled" : "failed", loaded: "", text });
       events.onLoaded(engine, "");

@@ -5,6 +5,7 @@
 // tensor (gguf_dequant.js) into the buffer the graph Python wrote (csi.gguf.graph) points into.
 
 import { dequantize } from "../gguf_dequant.js";
+import { requantizeInt8 } from "../gguf_int8.js";
 import { blobSource, readGGUFHeader } from "../gguf_reader.js";
 
 /** The Cache Storage bucket GGUF files are kept in, by URL. */
@@ -96,9 +97,10 @@ function plain(v) {
 
 /**
  * @typedef {{tensor: string, type: number, offset: number, size: number, rows: number, cols: number,
- *            at: number, row_order: number[]|null}} Weight
+ *            at: number, row_order: number[]|null, form: string, scale_at: number}} Weight
  *   one initializer of the graph: the file's tensor (`size` bytes at `offset`) expanded to float32
- *   at byte `at` of the weights buffer (csi.gguf.graph.Weight)
+ *   at byte `at` of the weights buffer, or (form "i8", "i8t") requantized to int8 there with its
+ *   scales at `scale_at` (csi.gguf.graph.Weight)
  */
 
 /**
@@ -110,13 +112,16 @@ function plain(v) {
 export async function expandWeights(blob, weights, bytes, signal, onProgress) {
   const data = new Uint8Array(bytes);
   const floats = new Float32Array(data.buffer);
+  const int8 = new Int8Array(data.buffer);
   const total = weights.reduce((n, w) => n + w.size, 0);
   let done = 0;
   for (const w of weights) {
     signal.throwIfAborted();
     if (w.offset + w.size > blob.size) throw new Error(`tensor ${w.tensor} lies past the end of the file`);
     const src = new Uint8Array(await blob.slice(w.offset, w.offset + w.size).arrayBuffer());
-    dequantize(w.type, src, w.rows, w.cols, floats, w.at / 4, w.row_order ? { rowOrder: w.row_order } : {});
+    const rowOrder = w.row_order ?? undefined;
+    if (w.form === "f32") dequantize(w.type, src, w.rows, w.cols, floats, w.at / 4, { rowOrder });
+    else requantizeInt8(w.type, src, w.rows, w.cols, int8, w.at, floats, w.scale_at / 4, { rowOrder, transpose: w.form === "i8t" });
     done += w.size;
     onProgress(done, total);
   }

@@ -16,11 +16,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .onnx_proto import BOOL, FLOAT, INT64, Graph
+from .onnx_proto import BOOL, FLOAT, INT8, INT64, Graph
 from .spec import GGUFModelError, ModelSpec, Rope, TensorInfo, read_spec
 
 WEIGHTS_FILE = "gguf_weights.bin"
 OPSET = 17
+FORMS = ("fp32", "int8")
+"""How the weights are held: ``fp32`` (expanded, exact: the graph computes as torch does on the file's
+weights) or ``int8`` (matrices requantized per row to int8, run by onnxruntime's
+``DynamicQuantizeMatMul``: a quarter of the memory, for models whose fp32 weights pass the budget)."""
 _ALIGN = 64
 _F32_MIN = -3.4028234663852886e38
 
@@ -39,6 +43,8 @@ class Weight:
     cols: int
     at: int
     row_order: tuple[int, ...] | None = None
+    form: str = "f32"  # "f32"; "i8" (int8 [rows, cols]) or "i8t" ([cols, rows]), with float32 scales per row
+    scale_at: int = 0  # where the int8 forms' scales go
 
 
 @dataclass
@@ -58,8 +64,11 @@ def llama_row_order(rows: int, heads: int) -> tuple[int, ...]:
 
 
 class _Builder:
-    def __init__(self, spec: ModelSpec) -> None:
+    def __init__(self, spec: ModelSpec, form: str) -> None:
+        if form not in FORMS:
+            raise ValueError(f"unknown weights form {form!r}: one of {', '.join(FORMS)}")
         self.spec = spec
+        self.int8 = form == "int8"
         self.g = Graph()
         self.weights: list[Weight] = []
         self.at = 0
@@ -71,8 +80,15 @@ class _Builder:
     def has(self, name: str) -> bool:
         return name in self.spec.tensors
 
-    def weight(self, name: str) -> str:
-        """The initializer of GGUF tensor ``name``: ``[rows, cols]``, or ``[n]`` for a vector."""
+    def _reserve(self, nbytes: int) -> int:
+        at = self.at
+        self.at += -(-nbytes // _ALIGN) * _ALIGN
+        return at
+
+    def weight(self, name: str, form: str = "f32") -> str:
+        """The initializer(s) of GGUF tensor ``name``: float32 ``[rows, cols]`` (``[n]`` for a vector);
+        int8 ``[rows, cols]`` (``i8``) or ``[cols, rows]`` (``i8t``) and its scales ``[rows]``: the
+        name of the int8 one, ``<name>.<form>``, its scales ``<name>.<form>.scale``."""
         t = self.spec.tensors.get(name)
         if t is None:
             raise GGUFModelError(f"the {self.spec.arch} file has no {name} tensor")
@@ -84,18 +100,36 @@ class _Builder:
         if self.spec.arch == "llama" and name.endswith(("attn_q.weight", "attn_k.weight")):
             heads = self.spec.heads if name.endswith("attn_q.weight") else self.spec.kv_heads
             order = llama_row_order(rows, heads)
-        nbytes = rows * cols * 4
-        self.weights.append(Weight(name, t.type, t.offset, t.size, rows, cols, self.at, order))
-        dims = [cols] if len(t.dims) == 1 else [rows, cols]
-        self.g.external(name, FLOAT, dims, WEIGHTS_FILE, self.at, nbytes)
-        self.at += -(-nbytes // _ALIGN) * _ALIGN
-        return name
+        if form == "f32":
+            at = self._reserve(rows * cols * 4)
+            self.weights.append(Weight(name, t.type, t.offset, t.size, rows, cols, at, order))
+            self.g.external(name, FLOAT, [cols] if len(t.dims) == 1 else [rows, cols], WEIGHTS_FILE, at, rows * cols * 4)
+            return name
+        at, scale_at = self._reserve(rows * cols), self._reserve(rows * 4)
+        self.weights.append(Weight(name, t.type, t.offset, t.size, rows, cols, at, order, form, scale_at))
+        out = f"{name}.{form}"
+        self.g.external(out, INT8, [rows, cols] if form == "i8" else [cols, rows], WEIGHTS_FILE, at, rows * cols)
+        self.g.external(out + ".scale", FLOAT, [rows], WEIGHTS_FILE, scale_at, rows * 4)
+        return out
 
     def linear(self, x: str, name: str) -> str:
-        """``x @ W.T (+ b)``, W as the file stores it."""
+        """``x @ W.T (+ b)``: W as the file stores it (``Gemm``), or int8 transposed."""
         bias = name.replace(".weight", ".bias")
-        inputs = [x, self.weight(name)] + ([self.weight(bias)] if self.has(bias) else [])
-        return self.g.node("Gemm", inputs, transB=1)[0]
+        biases = [self.weight(bias)] if self.has(bias) else []
+        if self.int8:
+            w = self.weight(name, "i8t")
+            return self.g.node("DynamicQuantizeMatMul", [x, w, w + ".scale", "", *biases], domain="com.microsoft")[0]
+        return self.g.node("Gemm", [x, self.weight(name), *biases], transB=1)[0]
+
+    def embed(self) -> str:
+        """The token embeddings ``[B, S, H]`` of ``input_ids``."""
+        g = self.g
+        if not self.int8:
+            return g.op("Gather", self.weight("token_embd.weight"), "input_ids", axis=0)
+        table = self.weight("token_embd.weight", "i8")
+        rows = g.op("Cast", g.op("Gather", table, "input_ids", axis=0), to=FLOAT)
+        scales = g.op("Unsqueeze", g.op("Gather", table + ".scale", "input_ids", axis=0), g.ints([2]))
+        return g.op("Mul", rows, scales)
 
     # ---------------------------------------------------------------- pieces
 
@@ -217,7 +251,7 @@ class _Builder:
         for i in range(s.layers):
             for kv in ("key", "value"):
                 g.input(f"past_key_values.{i}.{kv}", FLOAT, cache)
-        h = g.op("Gather", self.weight("token_embd.weight"), "input_ids", axis=0)
+        h = self.embed()
         if s.arch == "gemma3":
             h = g.op("Mul", h, g.floats([s.hidden ** 0.5], scalar=True))
         x = g.op("Reshape", h, g.ints([-1, s.hidden]))
@@ -234,8 +268,11 @@ class _Builder:
             x = g.op("Add", x, mlp)
         x = self.norm(x, "output_norm.weight")
         head = "token_embd.weight" if s.tied else "output.weight"
-        logits = g.node("Gemm", [x, head if head in {w.tensor for w in self.weights} else self.weight(head)],
-                        transB=1)[0]
+        if self.int8:
+            logits = self.linear(x, head)
+        else:
+            logits = g.node("Gemm", [x, head if head in {w.tensor for w in self.weights} else self.weight(head)],
+                            transB=1)[0]
         if s.final_softcap:
             cap = g.floats([s.final_softcap], scalar=True)
             logits = g.op("Mul", g.op("Tanh", g.op("Div", logits, cap)), cap)
@@ -245,10 +282,10 @@ class _Builder:
         for i in range(s.layers):
             for kv in ("key", "value"):
                 g.output(f"present.{i}.{kv}", FLOAT, present)
-        model = g.model({"": OPSET}, "csi-web gguf graph")
+        model = g.model({"": OPSET, "com.microsoft": 1} if self.int8 else {"": OPSET}, "csi-web gguf graph")
         return DecoderGraph(model, self.weights, self.at, s)
 
 
-def decoder_graph(meta: Mapping[str, Any], tensors: Sequence[TensorInfo]) -> DecoderGraph:
-    """The decoder graph of the GGUF whose metadata and tensor table are given."""
-    return _Builder(read_spec(meta, tensors)).build()
+def decoder_graph(meta: Mapping[str, Any], tensors: Sequence[TensorInfo], form: str = "fp32") -> DecoderGraph:
+    """The decoder graph of the GGUF whose metadata and tensor table are given, its weights in ``form``."""
+    return _Builder(read_spec(meta, tensors), form).build()

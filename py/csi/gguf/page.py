@@ -13,6 +13,12 @@ from .spec import GGUFModelError, TensorInfo
 from .tokenizer import tokenizer_files
 
 
+FP32_BUDGET = 1_500_000_000
+"""The float32 weights a GGUF may expand to in the page (bytes); past it they are held as int8
+(``graph.FORMS``). A 135M model expands to ~0.5 GB; a 0.5B one to ~2 GB, past what the worker's
+32-bit WebAssembly memory holds beside onnxruntime's own copies."""
+
+
 def is_gguf_id(model_id: str) -> bool:
     """Whether a model id names a GGUF file: its path ends in ``.gguf``, or (a blob: URL the page made
     for a picked file) its fragment does."""
@@ -35,11 +41,15 @@ def _tensor(t: Any) -> TensorInfo:
                       int(t["size"]))
 
 
-def page_model(header_json: str) -> PageModel:
-    """The model of the GGUF whose header (``worker/bridge/gguf_source.js``'s ``headerJson``) is given."""
+def page_model(header_json: str, budget: int = FP32_BUDGET) -> PageModel:
+    """The model of the GGUF whose header (``worker/bridge/gguf_source.js``'s ``headerJson``) is given:
+    float32 weights (exact) while they fit ``budget`` bytes, else int8."""
     header = json.loads(header_json)
     meta: dict[str, Any] = header["metadata"]
-    graph = decoder_graph(meta, [_tensor(t) for t in header["tensors"]])
+    tensors = [_tensor(t) for t in header["tensors"]]
+    graph = decoder_graph(meta, tensors)
+    if graph.weights_bytes > budget:
+        graph = decoder_graph(meta, tensors, "int8")
     config = dict(graph.spec.config)
     tokenizer, tokenizer_config = tokenizer_files(meta, graph.spec.context)
     generation = {**generation_config_of_gguf(meta), **{k: config[k] for k in ("bos_token_id", "eos_token_id",

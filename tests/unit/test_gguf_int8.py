@@ -1,0 +1,60 @@
+"""The page's int8 form of a GGUF tensor (worker/gguf_int8.js, run in node) against numpy's on
+gguf-py's dequantization (tests/support/gguf_graph.int8_rows, what the CPython tests run the graph
+with): the same int8 values and float32 scales bit for bit, rows reordered and transposed too, a row
+of zeros given scale 1."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType
+from gguf.quants import dequantize, quantize
+
+from tests.support.gguf_graph import int8_rows
+from tests.support.paths import ROOT
+
+Q = GGMLQuantizationType
+SCRIPT = """
+const [module, job] = process.argv.slice(1);
+const { requantizeInt8 } = await import(module);
+const { type, src, rows, cols, order, transpose } = JSON.parse(job);
+const bytes = Uint8Array.from(Buffer.from(src, "base64"));
+const out = new Int8Array(rows * cols + 8).fill(99);
+const scales = new Float32Array(rows + 2).fill(-1);
+requantizeInt8(type, bytes, rows, cols, out, 4, scales, 1, { rowOrder: order ?? undefined, transpose });
+console.log(JSON.stringify({ q: Array.from(out), s: Array.from(new Uint32Array(scales.buffer)) }));
+"""
+
+
+@pytest.mark.parametrize(("qtype", "transpose", "reorder"), [
+    (Q.F32, False, False), (Q.Q8_0, True, False), (Q.Q4_K, True, True), (Q.Q6_K, False, True), (Q.Q4_0, True, False)])
+def test_int8_rows_match_numpy(qtype: Q, transpose: bool, reorder: bool) -> None:
+    rng = np.random.default_rng(int(qtype))
+    rows, cols = 70, 256  # more rows than a tile
+    values = (rng.standard_normal((rows, cols)) * rng.uniform(0.01, 3, (rows, 1))).astype(np.float32)
+    values[5] = 0  # a row of zeros
+    if qtype in (Q.F32, Q.Q8_0, Q.Q4_0):
+        stored = quantize(values, qtype)
+    else:  # gguf-py cannot quantize K-quants: random blocks with sane f16 scales
+        from tests.unit.test_gguf_dequant import random_rows
+        stored = random_rows(rng, qtype, rows, cols)
+    order = [int(i) for i in rng.permutation(rows)] if reorder else None
+    job = json.dumps({"type": int(qtype), "src": base64.b64encode(stored.tobytes()).decode(), "rows": rows,
+                      "cols": cols, "order": order, "transpose": transpose})
+    out = subprocess.run(["node", "--input-type=module", "-e", SCRIPT, (ROOT / "worker" / "gguf_int8.js").as_uri(), job],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout)
+    deq = dequantize(stored, qtype).astype(np.float32).reshape(rows, cols)
+    if order is not None:
+        deq = deq[order]
+    q, scale = int8_rows(deq)
+    expected_q = (q.T if transpose else q).ravel().tolist()
+    assert got["q"][:4] == [99] * 4 and got["q"][4 + rows * cols:] == [99] * 4
+    assert got["q"][4:4 + rows * cols] == expected_q
+    assert got["s"][1:1 + rows] == scale.view(np.uint32).tolist()
+    assert np.abs(q).max() == 127

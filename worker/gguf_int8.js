@@ -1,0 +1,43 @@
+// A GGUF tensor requantized to int8 per row (max |w| / 127 a row, rounded half to even, as numpy's
+// rint), for the graph's int8 form (csi.gguf.graph, FORMS): the rows dequantized a tile at a time
+// (gguf_dequant.js), so no float32 copy of the whole tensor is ever held.
+
+import { dequantize } from "./gguf_dequant.js";
+
+const TILE = 64;
+
+/** @param {number} x @returns {number} x rounded to the nearest integer, ties to even */
+function rint(x) {
+  const r = Math.round(x);
+  return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+/**
+ * Requantize `rows` x `cols` values of ggml type `type` (the tensor's bytes `src`) into `out` at byte
+ * `at` (int8 `[rows, cols]`, or `[cols, rows]` with `transpose`) and their float32 scales, one a
+ * row, into `scales` at float index `scaleAt`.
+ * @param {number} type @param {Uint8Array} src @param {number} rows @param {number} cols
+ * @param {Int8Array} out @param {number} at @param {Float32Array} scales @param {number} scaleAt
+ * @param {{rowOrder?: ArrayLike<number>, transpose?: boolean}} [options]
+ */
+export function requantizeInt8(type, src, rows, cols, out, at, scales, scaleAt, options = {}) {
+  const scratch = new Float32Array(Math.min(TILE, rows) * cols);
+  const order = options.rowOrder;
+  for (let r0 = 0; r0 < rows; r0 += TILE) {
+    const n = Math.min(TILE, rows - r0);
+    const picked = Array.from({ length: n }, (_, i) => (order ? order[r0 + i] : r0 + i));
+    dequantize(type, src, n, cols, scratch, 0, { rowOrder: picked });
+    for (let i = 0; i < n; i++) {
+      const row = scratch.subarray(i * cols, (i + 1) * cols);
+      let max = 0;
+      for (let c = 0; c < cols; c++) max = Math.max(max, Math.abs(row[c]));
+      const scale = Math.fround(max / 127) || 1;
+      scales[scaleAt + r0 + i] = scale;
+      const r = r0 + i;
+      for (let c = 0; c < cols; c++) {
+        const q = Math.max(-127, Math.min(127, rint(Math.fround(row[c] / scale))));
+        out[options.transpose ? at + c * rows + r : at + r * cols + c] = q;
+      }
+    }
+  }
+}
