@@ -86,6 +86,10 @@ SHIPPED = {
     "faces/pharia/index.py": "the document-index face",
     "faces/pharia/inference.py": "the CSI inference face",
     "faces/pharia/text.py": "the CSI chunking and language faces",
+    # GGUF files opened in the browser
+    "gguf/__init__.py": "the GGUF readers' package",
+    "gguf/tokenizer.py": "a GGUF's tokenizer.json and tokenizer_config.json from its metadata",
+    "gguf/tokenizer_pipelines.py": "the normalizer, pre-tokenizer and decoder of each GGUF tokenizer kind",
     # the document index
     "index/__init__.py": "the index's package",
     "index/cancel.py": "stopping an index write",
