@@ -72,6 +72,7 @@ SHIPPED = {
     "gguf/graph.py": "a GGUF's decoder graph, written in the worker",
     "gguf/onnx_proto.py": "the ONNX protobuf the graph is written in",
     "gguf/sampling.py": "the sampling defaults a GGUF declares",
+    "gguf/page.py": "a GGUF opened in the page: its model folder and graph",
     "core/scope.py": "which page message a piece of work serves",
     "core/stop_text.py": "stop sequences over streamed text",
     "core/token_bytes.py": "token id -> bytes tables",
@@ -91,6 +92,9 @@ SHIPPED = {
     "faces/pharia/index.py": "the document-index face",
     "faces/pharia/inference.py": "the CSI inference face",
     "faces/pharia/text.py": "the CSI chunking and language faces",
+    # GGUF files opened in the browser
+    "gguf/tokenizer.py": "a GGUF's tokenizer.json and tokenizer_config.json from its metadata",
+    "gguf/tokenizer_pipelines.py": "the normalizer, pre-tokenizer and decoder of each GGUF tokenizer kind",
     # the document index
     "index/__init__.py": "the index's package",
     "index/cancel.py": "stopping an index write",
