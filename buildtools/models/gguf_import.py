@@ -31,10 +31,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from csi.gguf.sampling import generation_config_of_gguf
+
 from . import gguf_families as families
 from .gguf_blocks import PLANE_TYPES, RAW_TYPES, GraphEditor, expand_planes, expand_raw, raw_blocks, unpack
 from .gguf_families import ARCHITECTURES, MODEL_TYPES
-from csi.gguf.sampling import generation_config_of_gguf
 
 EXACT_TYPES = (*RAW_TYPES, *PLANE_TYPES, "F16")
 FLOAT_TYPES = ("F32",)

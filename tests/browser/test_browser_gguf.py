@@ -79,7 +79,8 @@ def test_a_gguf_url_opens_in_the_page_and_answers_as_transformers_reads_the_file
     assert ep.foreign_requests() == []
 
 
-def test_the_next_visit_reads_the_file_from_the_browsers_cache(gguf_page: EnginePage, gguf_site: tuple[str, Path]) -> None:
+def test_the_next_visit_reads_the_file_from_the_browsers_cache(gguf_page: EnginePage,
+                                                              gguf_site: tuple[str, Path]) -> None:
     """A reload of the page (a new worker): the GGUF is not downloaded again, and answers the same."""
     ep = gguf_page
     first = answer(ep, SMOLLM2, QUESTIONS[0])

@@ -45,8 +45,9 @@ def test_int8_rows_match_numpy(qtype: Q, transpose: bool, reorder: bool) -> None
     order = [int(i) for i in rng.permutation(rows)] if reorder else None
     job = json.dumps({"type": int(qtype), "src": base64.b64encode(stored.tobytes()).decode(), "rows": rows,
                       "cols": cols, "order": order, "transpose": transpose})
-    out = subprocess.run(["node", "--input-type=module", "-e", SCRIPT, (ROOT / "worker" / "gguf_int8.js").as_uri(), job],
-                         capture_output=True, text=True, timeout=60)
+    module = (ROOT / "worker" / "gguf_int8.js").as_uri()
+    out = subprocess.run(["node", "--input-type=module", "-e", SCRIPT, module, job], capture_output=True, text=True,
+                         timeout=60)
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout)
     deq = dequantize(stored, qtype).astype(np.float32).reshape(rows, cols)

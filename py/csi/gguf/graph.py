@@ -103,7 +103,8 @@ class _Builder:
         if form == "f32":
             at = self._reserve(rows * cols * 4)
             self.weights.append(Weight(name, t.type, t.offset, t.size, rows, cols, at, order))
-            self.g.external(name, FLOAT, [cols] if len(t.dims) == 1 else [rows, cols], WEIGHTS_FILE, at, rows * cols * 4)
+            dims = [cols] if len(t.dims) == 1 else [rows, cols]
+            self.g.external(name, FLOAT, dims, WEIGHTS_FILE, at, rows * cols * 4)
             return name
         at, scale_at = self._reserve(rows * cols), self._reserve(rows * 4)
         self.weights.append(Weight(name, t.type, t.offset, t.size, rows, cols, at, order, form, scale_at))

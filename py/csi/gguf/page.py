@@ -12,7 +12,6 @@ from .sampling import generation_config_of_gguf
 from .spec import GGUFModelError, TensorInfo
 from .tokenizer import tokenizer_files
 
-
 FP32_BUDGET = 1_500_000_000
 """The float32 weights a GGUF may expand to in the page (bytes); past it they are held as int8
 (``graph.FORMS``). A 135M model expands to ~0.5 GB; a 0.5B one to ~2 GB, past what the worker's
@@ -52,8 +51,8 @@ def page_model(header_json: str, budget: int = FP32_BUDGET) -> PageModel:
         graph = decoder_graph(meta, tensors, "int8")
     config = dict(graph.spec.config)
     tokenizer, tokenizer_config = tokenizer_files(meta, graph.spec.context)
-    generation = {**generation_config_of_gguf(meta), **{k: config[k] for k in ("bos_token_id", "eos_token_id",
-                                                                             "pad_token_id") if k in config}}
+    generation: dict[str, Any] = generation_config_of_gguf(meta)
+    generation.update({k: config[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id") if k in config})
     config["transformers.js_config"] = {"dtype": "fp32"}
     files = {"config.json": json.dumps(config), "generation_config.json": json.dumps(generation),
              "tokenizer.json": json.dumps(tokenizer, ensure_ascii=False),
