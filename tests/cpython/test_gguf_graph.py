@@ -182,3 +182,22 @@ def test_plain_metadata_reads_the_files_table(tmp_path: Path) -> None:
 def convert_family(tmp_path: Path, family: str) -> Path:
     make_family_model(family, tmp_path / f"tiny-{family}")
     return convert(tmp_path / f"tiny-{family}")
+
+
+@pytest.mark.parametrize(("model_id", "ok"), [
+    ("https://example.com/models/qwen2.5-0.5b-instruct-q4_k_m.gguf", True),
+    ("https://example.com/m.gguf?download=1", True),
+    ("blob:http://127.0.0.1:8000/0b6d3c1e-6f3a-4f6e-9c1a-3f0e6b1d2c4a#My%20Model.Q4_K_M.gguf", True),
+    ("gguf/SmolLM2-135M-Instruct.Q4_1.gguf", True),
+    ("models/x.GGUF", True),
+    ("smollm2-135m-instruct", False),
+    ("https://example.com/model.bin", False),
+    ("gguf/../../etc/passwd.gguf", False),
+    ("javascript:alert(1)//.gguf", False),
+    ("a b.gguf", False),
+    ("x" * 2000 + ".gguf", False),
+])
+def test_which_model_ids_name_gguf_files(model_id: str, ok: bool) -> None:
+    from csi.gguf.ids import is_gguf_id
+
+    assert is_gguf_id(model_id) is ok

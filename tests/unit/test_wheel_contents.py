@@ -73,6 +73,7 @@ SHIPPED = {
     "gguf/onnx_proto.py": "the ONNX protobuf the graph is written in",
     "gguf/sampling.py": "the sampling defaults a GGUF declares",
     "gguf/page.py": "a GGUF opened in the page: its model folder and graph",
+    "gguf/ids.py": "which model ids name GGUF files",
     "core/scope.py": "which page message a piece of work serves",
     "core/stop_text.py": "stop sequences over streamed text",
     "core/token_bytes.py": "token id -> bytes tables",

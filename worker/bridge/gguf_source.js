@@ -53,24 +53,42 @@ export async function ggufBlob(id, signal, onProgress) {
     onProgress(blob.size, blob.size);
     return blob;
   }
-  const response = await fetch(url, { signal });
+  if (cache) {
+    const { body, total } = await download(id, signal, onProgress);
+    /** @type {Record<string, string>} */
+    const headers = { "content-type": "application/octet-stream" };
+    if (total) headers["content-length"] = String(total);
+    try {
+      await cache.put(url, new Response(body, { headers })); // kept only once whole
+      const stored = await cache.match(url);
+      if (stored) return stored.blob();
+    } catch (err) {
+      signal.throwIfAborted();
+      // a private window's cache, or a full quota: this visit reads the file into memory instead
+      console.warn(`${ggufName(id)} could not be kept in this browser's cache (${err}): reading it into memory`);
+    }
+  }
+  return new Response((await download(id, signal, onProgress)).body).blob();
+}
+
+/**
+ * The file's bytes as they come, counted.
+ * @param {string} id @param {AbortSignal} signal @param {BytesProgress} onProgress
+ * @returns {Promise<{body: ReadableStream<Uint8Array>, total: number}>}
+ */
+async function download(id, signal, onProgress) {
+  const response = await fetch(ggufUrl(id), { signal });
   if (!response.ok || !response.body) throw new Error(`could not download ${ggufName(id)}: HTTP ${response.status}`);
   const total = Number(response.headers.get("content-length")) || 0;
   let loaded = 0;
-  const counted = response.body.pipeThrough(new TransformStream({
+  const body = response.body.pipeThrough(new TransformStream({
     transform(chunk, out) {
       loaded += chunk.length;
       onProgress(loaded, Math.max(total, loaded));
       out.enqueue(chunk);
     },
   }));
-  if (!cache) return new Response(counted).blob();
-  const headers = { "content-type": "application/octet-stream", "content-length": String(total || "") };
-  if (!total) delete /** @type {Record<string, string>} */ (headers)["content-length"];
-  await cache.put(url, new Response(counted, { headers })); // kept only once whole
-  const stored = await cache.match(url);
-  if (!stored) throw new Error(`${ggufName(id)} could not be kept in the browser's cache`);
-  return stored.blob();
+  return { body, total };
 }
 
 /**

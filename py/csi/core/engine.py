@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 
 from ..errors import InvalidInputError, ModelLoadError, ModelNotSupportedError
+from ..gguf.ids import is_gguf_id
 from .aliases import MODEL_ID, ModelAliases
 from .backend import Backend, Embeddings, ModelInfo, ProgressFn
 from .generation import Generation, PromptInsides
@@ -73,10 +74,10 @@ class Engine:
         if len(model_ids) > MAX_MODELS:
             raise InvalidInputError(f"{len(model_ids)} models asked for; at most {MAX_MODELS} load together", "model")
         for model_id in model_ids:
-            if not MODEL_ID.fullmatch(model_id) or ".." in model_id:
-                raise InvalidInputError(f"{model_id[:80]!r} is not a model id: a built-in name or a Hugging Face "
+            if not (MODEL_ID.fullmatch(model_id) and ".." not in model_id) and not is_gguf_id(model_id):
+                raise InvalidInputError(f"{model_id[:80]!r} is not a model id: a built-in name, a Hugging Face "
                                         "repo id (letters, digits, '-', '_', '.', one '/'; at most 200 "
-                                        "characters)", "model")
+                                        "characters) or a GGUF file's URL or path (ending in .gguf)", "model")
         await self.unload()
         mine = self._load_epoch
         for model_id in dict.fromkeys(model_ids):

@@ -18,13 +18,6 @@ FP32_BUDGET = 1_500_000_000
 32-bit WebAssembly memory holds beside onnxruntime's own copies."""
 
 
-def is_gguf_id(model_id: str) -> bool:
-    """Whether a model id names a GGUF file: its path ends in ``.gguf``, or (a blob: URL the page made
-    for a picked file) its fragment does."""
-    path, _, fragment = model_id.partition("#")
-    return path.split("?")[0].lower().endswith(".gguf") or fragment.lower().endswith(".gguf")
-
-
 @dataclass
 class PageModel:
     """The files of the model folder (name -> text) and its graph."""

@@ -11,7 +11,8 @@ from pyodide.ffi import JsException, create_proxy, to_js
 from ...core.backend import ModelInfo, ProgressFn
 from ...core.sampling_defaults import from_generation_config
 from ...errors import ModelLoadError
-from ...gguf.page import is_gguf_id, page_model
+from ...gguf.ids import is_gguf_id
+from ...gguf.page import page_model
 from .bridge_state import BridgeState
 
 
