@@ -81,6 +81,7 @@ async function download(id, signal, onProgress) {
   if (!response.ok || !response.body) throw new Error(`could not download ${ggufName(id)}: HTTP ${response.status}`);
   const total = Number(response.headers.get("content-length")) || 0;
   let loaded = 0;
+  onProgress(0, total);
   const body = response.body.pipeThrough(new TransformStream({
     transform(chunk, out) {
       loaded += chunk.length;

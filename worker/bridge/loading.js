@@ -74,8 +74,12 @@ export class LoadingRole {
     let ok = false;
     try {
       const file = ggufName(id);
+      let planned = false;
       const blob = await ggufBlob(id, load.signal, (loaded, total) => {
-        if (!load.signal.aborted) onProgress({ stage: "progress", file, loaded, total, model: id });
+        if (load.signal.aborted) return;
+        if (!planned && total) onProgress({ stage: "plan", file: null, loaded: 0, total, model: id, files: { [file]: total } });
+        planned ||= total > 0;
+        onProgress({ stage: "progress", file, loaded, total, model: id });
       });
       load.signal.throwIfAborted();
       const header = await headerJson(blob);
