@@ -14,6 +14,7 @@ import {
   deleteModelInCache,
   deleteModelWasmInCache,
   EngineError,
+  ggufFileModelId,
   hasModelInCache,
   listCachedModels,
   MLCEngine,
@@ -255,6 +256,9 @@ export async function probe(engine, worker) {
     // @ts-expect-error what the deletion says
     use(deleted.x);
   }
+  use(/** @type {string} */ (ggufFileModelId(new File([], "m.gguf"))));
+  // @ts-expect-error a model id
+  use(/** @type {number} */ (ggufFileModelId(new File([], "m.gguf"))));
   use(/** @type {URL} */ (workerUrl({ runtimeUrl: "/" })));
   // @ts-expect-error a URL
   use(/** @type {number} */ (workerUrl()));
