@@ -63,7 +63,7 @@ import { workerUrl } from "./runtime_base.js";
  * @typedef {{initProgressCallback?: (r: InitProgressReport) => void,
  *            device?: "wasm"|"webgpu"|"auto", skillTimeLimitMs?: number, hubMirror?: string|null,
  *            appConfig?: AppConfig, modelAliases?: Record<string, string>, remotes?: RemoteServer[],
- *            runtimeUrl?: string|URL, modelsUrl?: string|URL}} EngineConfig
+ *            runtimeUrl?: string|URL, modelsUrl?: string|URL, ggufMemoryBudget?: number}} EngineConfig
  *   `modelAliases`: other names for loaded models, e.g. `{"llama-3.1-8b-instruct": "smollm2-135m-instruct"}`,
  *   so skills written for Pharia Kernel's models run unchanged (every API face accepts them).
  *   `hubMirror`: the base URL models that are not built in come from (default the Hugging Face Hub,
@@ -72,7 +72,7 @@ import { workerUrl } from "./runtime_base.js";
  *   `[{baseURL: "http://127.0.0.1:8080/v1", apiKey: "...", models: ["qwen2.5-7b-instruct"]}]`; see `setRemotes`.
  *   `runtimeUrl` (`CreateMLCEngine`, `MLCEngine`): the folder of csi-web's worker/, vendor/, wheels/
  *   (default: this package's, or where csi-web/vite copied them). `modelsUrl`: the same-origin folder
- *   with models.json (default: models/ next to the page, then the runtime's; then the Hub).
+ *   with models.json (default: models/ next to the page, then the runtime's; then the Hub). `ggufMemoryBudget`: bytes a GGUF's float32 weights may take (default 1.5e9); past it, int8.
  * @typedef {import("./client/servers.js").RemoteServer} RemoteServer
  * @typedef {{model_list?: Array<{model_id: string, model?: string, [k: string]: unknown}>,
  *            useIndexedDBCache?: boolean, [k: string]: unknown}} AppConfig
@@ -296,7 +296,7 @@ export class WebWorkerEngine {
     const reports = new LoadProgress(ids.at(-1));
     // the servers go with the load, so the worker starts no download of a model a server serves
     const load = { model_ids: ids, device: this.config.device ?? "wasm", hub: this.config.hubMirror ?? null,
-      ...(this.config.remotes ? { remotes: remotesWire(this.config.remotes) } : {}) };
+      ...(this.config.remotes ? { remotes: remotesWire(this.config.remotes) } : {}), gguf_memory_budget: this.config.ggufMemoryBudget ?? null };
     const { timeoutMs, progress } = deadline(options);
     if (this.config.modelAliases) await this.setModelAliases(this.config.modelAliases);
     const result = await this.client.send("load", { request: load }, { timeoutMs, progress: (p) => {

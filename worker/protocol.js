@@ -223,7 +223,7 @@ export const ROUTES = Object.freeze(/** @satisfies {Record<MessageType, Mode>} *
  * worker's JS reads a load message before Python does (to begin loading while Python boots).
  */
 export const DEFAULTS = Object.freeze({
-  LoadRequest: Object.freeze({ device: "wasm", hub: null, remotes: null }),
+  LoadRequest: Object.freeze({ device: "wasm", hub: null, gguf_memory_budget: null, remotes: null }),
   RemoteServer: Object.freeze({ api_key: null, timeout_s: 120.0 }),
   RemoteModelSpec: Object.freeze({ policy: "remote", server_model: null }),
 });

@@ -310,6 +310,7 @@ export type LoadRequest = {
   model_ids: string | Array<string>;
   device?: ("wasm" | "webgpu" | "auto") | null;
   hub?: string | null;
+  gguf_memory_budget?: number | null;
   remotes?: Array<RemoteServer> | null;
 };
 

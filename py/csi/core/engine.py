@@ -60,10 +60,11 @@ class Engine:
 
     async def load(
         self, model_ids: list[str], device: str = "wasm", progress: ProgressFn | None = None,
-        hub: str | None = None,
+        hub: str | None = None, gguf_budget: int | None = None,
     ) -> list[ModelInfo]:
         """Load ``model_ids`` (replacing whatever was loaded); models not built in come from the
-        Hugging Face Hub, or from the mirror whose base URL is ``hub`` (param ``hub``)."""
+        Hugging Face Hub, or from the mirror whose base URL is ``hub`` (param ``hub``); GGUF files'
+        weights stay float32 up to ``gguf_budget`` bytes (``None``: the backend's default)."""
         if hub is not None and not (isinstance(hub, str) and len(hub) <= 2000 and HUB_URL.fullmatch(hub)):
             raise InvalidInputError("`hub` must be the base URL of a Hugging Face Hub mirror (http or https, "
                                     "at most 2,000 characters), or null for the Hub itself", "hub")
@@ -83,8 +84,8 @@ class Engine:
         for model_id in dict.fromkeys(model_ids):
 
             async def here(model_id: str = model_id) -> Runner:
-                return LocalRunner(self._backend, await self._backend.load_model(model_id, device, progress, hub),
-                                   self.scheduler)
+                info = await self._backend.load_model(model_id, device, progress, hub, gguf_budget)
+                return LocalRunner(self._backend, info, self.scheduler)
 
             try:
                 runner = await self.servers.runner(model_id, here, lambda: self._load_epoch == mine, self.scheduler)

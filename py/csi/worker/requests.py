@@ -42,6 +42,9 @@ class LoadRequest(Strict):
     """Where the models run (``None``: the default, WASM)."""
     hub: str | None = None
     """The base URL of a Hugging Face Hub mirror for models that are not built in."""
+    gguf_memory_budget: Annotated[int, Field(ge=0, le=2**53)] | None = None
+    """The bytes a GGUF file's weights may take as float32 (exact); past it they are held as int8
+    (``None``: 1.5 GB)."""
     remotes: list[RemoteServer] | None = None
     """Servers of remote models, set (as by ``set_remotes``) before the load (``None``: as they are)."""
 

@@ -152,7 +152,7 @@ async def _load(c: Call, r: LoadRequest) -> LoadResult:
     if r.remotes is not None:
         await remotes.set_remotes(c.runtime.engine, RemotesRequest(remotes=r.remotes))
     ids = [r.model_ids] if isinstance(r.model_ids, str) else r.model_ids
-    infos = await c.runtime.engine.load(ids, r.device or DEFAULT_DEVICE, c.progress, r.hub)
+    infos = await c.runtime.engine.load(ids, r.device or DEFAULT_DEVICE, c.progress, r.hub, r.gguf_memory_budget)
     return LoadResult(models=[LoadedModel.model_validate(i) for i in infos], load_s=time.perf_counter() - started)
 
 

@@ -22,8 +22,9 @@ class CPythonLoading(ModelTable):
     """``Loading`` from ``models_dir/<id>/`` (this backend never downloads)."""
 
     async def load_model(self, model_id: str, device: str, progress: ProgressFn | None,
-                         hub: str | None = None) -> ModelInfo:
-        """Load from the models folder (this backend never downloads: ``hub`` has no effect)."""
+                         hub: str | None = None, gguf_budget: int | None = None) -> ModelInfo:
+        """Load from the models folder (this backend never downloads: ``hub`` has no effect, nor
+        ``gguf_budget``: GGUF files open in the page)."""
         folder = self.models_dir / model_id
         if not (folder / "config.json").exists():
             raise ModelLoadError(f"could not load model {model_id!r}: it is not in the models folder "

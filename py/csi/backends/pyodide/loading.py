@@ -12,7 +12,7 @@ from ...core.backend import ModelInfo, ProgressFn
 from ...core.sampling_defaults import from_generation_config
 from ...errors import ModelLoadError
 from ...gguf.ids import is_gguf_id
-from ...gguf.page import page_model
+from ...gguf.page import FP32_BUDGET, page_model
 from .bridge_state import BridgeState
 
 
@@ -20,7 +20,7 @@ class PyodideLoading(BridgeState):
     """``Loading`` over the bridge: built-in models from the site, others from the Hub."""
 
     async def load_model(self, model_id: str, device: str, progress: ProgressFn | None,
-                         hub: str | None = None) -> ModelInfo:
+                         hub: str | None = None, gguf_budget: int | None = None) -> ModelInfo:
         def on_progress(p: Any) -> None:
             if progress is not None:
                 progress(p.to_py())
@@ -28,7 +28,7 @@ class PyodideLoading(BridgeState):
         callback = create_proxy(on_progress)
         try:
             if is_gguf_id(model_id):
-                info = loads(await self._load_gguf(model_id, device, callback))
+                info = loads(await self._load_gguf(model_id, device, callback, gguf_budget))
             else:
                 info = loads(await self._bridge.loadModel(model_id, device, callback, None, hub))
         except JsException as exc:
@@ -45,12 +45,12 @@ class PyodideLoading(BridgeState):
             sampling=from_generation_config(info.get("generation_config")),
         )
 
-    async def _load_gguf(self, model_id: str, device: str, callback: Any) -> str:
+    async def _load_gguf(self, model_id: str, device: str, callback: Any, budget: int | None) -> str:
         """A GGUF file opened as it is: the worker reads its header, this writes its graph and files
         (``csi.gguf``), the worker expands its weights into the graph's buffer and loads it."""
         header = await self._bridge.openGGUF(model_id, callback)
         try:
-            model = page_model(str(header))
+            model = page_model(str(header), FP32_BUDGET if budget is None else budget)
         except ValueError as exc:  # GGUFModelError, GGUFTokenizerError: the file's model is not one we run
             self._bridge.forgetGGUF(model_id)
             raise ModelLoadError(f"could not load model {model_id!r}: {exc}", "model") from None
