@@ -182,7 +182,7 @@ def test_cancel_reaches_every_item_of_a_batch_and_is_forgotten_once_answered():
 
 def test_an_unload_during_a_load_cancels_the_load():
     class SlowLoad(ScriptedBackend):
-        async def load_model(self, model_id, device, progress, hub=None):
+        async def load_model(self, model_id, device, progress, hub=None, gguf_budget=None):
             for _ in range(50):
                 await asyncio.sleep(0)
             return await super().load_model(model_id, device, progress, hub)

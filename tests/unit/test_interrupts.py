@@ -150,7 +150,7 @@ def test_a_generation_waiting_for_the_model_is_told_whom_and_can_be_cancelled_wh
 
 class FailingBackend(ScriptedBackend):
     async def load_model(self, model_id: str, device: str, progress: ProgressFn | None,
-                         hub: str | None = None) -> ModelInfo:
+                         hub: str | None = None, gguf_budget: int | None = None) -> ModelInfo:
         if model_id == "broken":
             raise ModelLoadError("could not load model 'broken'", "model")
         return await super().load_model(model_id, device, progress, hub)

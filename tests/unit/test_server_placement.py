@@ -23,7 +23,7 @@ class NoNetwork(HttpClient):
 
 
 class FailingLoads(ScriptedBackend):
-    async def load_model(self, model_id, device, progress, hub=None):  # type: ignore[no-untyped-def]
+    async def load_model(self, model_id, device, progress, hub=None, gguf_budget=None):  # type: ignore[no-untyped-def]
         if model_id.startswith("big"):
             raise ModelLoadError("no room for it here", "model")
         return await super().load_model(model_id, device, progress, hub)
