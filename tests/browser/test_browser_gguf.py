@@ -60,11 +60,15 @@ def answer(ep: EnginePage, model: str, question: str, max_tokens: int = 24) -> d
 
 def test_a_gguf_url_opens_in_the_page_and_answers_as_transformers_reads_the_file(
         gguf_page: EnginePage, gguf_site: tuple[str, Path]) -> None:
-    """Progress in bytes of the file, then of the weights expanded; the same greedy replies as
-    transformers' reading of the file; nothing asked of any other host."""
+    """The header read by byte ranges first (the site's server answers them), then the file
+    downloaded; progress in bytes of the file, then of the weights expanded; the same greedy replies
+    as transformers' reading of the file; nothing asked of any other host."""
     ep = gguf_page
     size = (gguf_site[1] / Path(SMOLLM2).name).stat().st_size
+    asked: list[str | None] = []
+    ep.page.context.on("request", lambda r: asked.append(r.headers.get("range")) if r.url.endswith(SMOLLM2) else None)
     ep.ok("window.progress = []; await engine.reload(arg);", SMOLLM2, timeout=300_000)
+    assert asked[0] == "bytes=0-4194303" and asked[-1] is None, asked  # the header's range, then the whole file
     progress = ep.page.evaluate("window.progress")
     stages = {p.get("stage") for p in progress}
     downloads = [p for p in progress if p.get("file") == Path(SMOLLM2).name and p.get("stage") == "progress"]

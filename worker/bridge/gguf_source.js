@@ -10,6 +10,7 @@ import { blobSource, readGGUFHeader } from "../gguf_reader.js";
 
 /** The Cache Storage bucket GGUF files are kept in, by URL. */
 export const GGUF_CACHE = "csi-gguf";
+const FIRST_RANGE = 4 << 20; // the first bytes asked for: most headers (metadata, vocabulary, tensors) fit
 const SITE = new URL("../../", import.meta.url);
 
 /** Whether model id `id` names a GGUF file (its path, or a blob: URL's fragment, ends in .gguf). @param {string} id */
@@ -32,6 +33,47 @@ export function ggufName(id) {
 /**
  * @typedef {(loaded: number, total: number) => void} BytesProgress
  */
+
+/**
+ * The file of `id` as a Blob if this browser has it already (a picked file, or one the cache kept);
+ * else null.
+ * @param {string} id @returns {Promise<Blob|null>}
+ */
+export async function ggufAtHand(id) {
+  const url = ggufUrl(id);
+  if (url.startsWith("blob:")) return (await fetch(url)).blob();
+  const cache = typeof caches === "undefined" ? null : await caches.open(GGUF_CACHE).catch(() => null);
+  return (await (await cache?.match(url))?.blob()) ?? null;
+}
+
+/**
+ * The file at `id`'s URL read by byte ranges, when its server answers them (null when it does not):
+ * the header is read, and the file refused if need be, before the whole file is downloaded.
+ * @param {string} id @param {AbortSignal} signal @returns {Promise<import("../gguf_reader.js").ByteSource|null>}
+ */
+export async function rangeSource(id, signal) {
+  const url = ggufUrl(id);
+  const first = await fetch(url, { signal, headers: { Range: `bytes=0-${FIRST_RANGE - 1}` } });
+  const size = Number(first.headers.get("content-range")?.match(/\/(\d+)$/)?.[1]);
+  if (first.status !== 206 || !Number.isSafeInteger(size)) {
+    await first.body?.cancel();
+    if (!first.ok && first.status !== 416) throw new Error(`could not download ${ggufName(id)}: HTTP ${first.status}`);
+    return null;
+  }
+  const head = new Uint8Array(await first.arrayBuffer());
+  return {
+    size,
+    read: async (offset, length) => {
+      if (offset + length <= head.length) return head.subarray(offset, offset + length);
+      const r = await fetch(url, { signal, headers: { Range: `bytes=${offset}-${offset + length - 1}` } });
+      const bytes = new Uint8Array(await r.arrayBuffer());
+      if (r.status !== 206 || bytes.length !== length) {
+        throw new Error(`${ggufName(id)}: the server answered ${bytes.length} bytes (HTTP ${r.status}) for ${length} at ${offset}`);
+      }
+      return bytes;
+    },
+  };
+}
 
 /**
  * The file of `id` as a Blob: a picked file as it is; a URL from the cache when a visit kept it,
@@ -95,10 +137,10 @@ async function download(id, signal, onProgress) {
 /**
  * The header as JSON for Python: metadata (numeric arrays as arrays, 64-bit integers as numbers
  * where exact, else strings) and the tensor table.
- * @param {Blob} blob @returns {Promise<string>}
+ * @param {Blob|import("../gguf_reader.js").ByteSource} file @returns {Promise<string>}
  */
-export async function headerJson(blob) {
-  const header = await readGGUFHeader(blobSource(blob));
+export async function headerJson(file) {
+  const header = await readGGUFHeader(file instanceof Blob ? blobSource(file) : file);
   /** @type {Record<string, any>} */
   const metadata = {};
   for (const [key, value] of header.metadata) metadata[key] = plain(value);

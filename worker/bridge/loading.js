@@ -16,7 +16,7 @@ import { PromptInsides } from "../insides_session.js";
 import { HUB, SITE_ONLY, abortLoads, beginLoad } from "../hub_fetch.js";
 import { EmbeddingModel } from "./embedding_model.js";
 import { beginExpansion, dropEarlyExpansions, expandGGUFBlocks } from "./gguf_expand.js";
-import { expandWeights, ggufBlob, ggufName, headerJson } from "./gguf_source.js";
+import { expandWeights, ggufAtHand, ggufBlob, ggufName, headerJson, rangeSource } from "./gguf_source.js";
 import { BUILTIN_MODELS } from "./site_models.js";
 
 /** @typedef {import("./model_store.js").ModelStore} ModelStore */
@@ -58,7 +58,8 @@ export class LoadingRole {
     this.preloads = new Map();
     /** @type {Promise<unknown>} the last preload (they run one after the other, as Python's loads) */
     this.preloadChain = Promise.resolve();
-    /** @type {Map<string, Blob>} GGUF files opened (openGGUF) and not loaded yet, by model id */
+    /** @type {Map<string, Blob|null>} GGUF files opened (openGGUF) and not loaded yet, by model id (null:
+     * its header read by byte ranges, its bytes not downloaded yet) */
     this.opened = new Map();
   }
 
@@ -73,22 +74,40 @@ export class LoadingRole {
     const load = beginLoad(null);
     let ok = false;
     try {
-      const file = ggufName(id);
-      let planned = false;
-      const blob = await ggufBlob(id, load.signal, (loaded, total) => {
-        if (load.signal.aborted) return;
-        if (!planned && total) onProgress({ stage: "plan", file: null, loaded: 0, total, model: id, files: { [file]: total } });
-        planned ||= total > 0;
-        onProgress({ stage: "progress", file, loaded, total, model: id });
-      });
+      const blob = await ggufAtHand(id);
+      const ranges = blob ? null : await rangeSource(id, load.signal);
+      if (ranges) {
+        const header = await headerJson(ranges);
+        onProgress({ stage: "plan", file: null, loaded: 0, total: ranges.size, model: id,
+                     files: { [ggufName(id)]: ranges.size } });
+        this.opened.set(id, null);
+        ok = true;
+        return header;
+      }
+      const file = blob ?? await this.#download(id, load.signal, onProgress);
       load.signal.throwIfAborted();
-      const header = await headerJson(blob);
-      this.opened.set(id, blob);
+      const header = await headerJson(file);
+      this.opened.set(id, file);
       ok = true;
       return header;
     } finally {
       await load.done(ok);
     }
+  }
+
+  /**
+   * The GGUF file of `id` downloaded (into the cache), with a plan and byte progress.
+   * @param {string} id @param {AbortSignal} signal @param {(p: Progress) => void} onProgress
+   */
+  #download(id, signal, onProgress) {
+    const file = ggufName(id);
+    let planned = false;
+    return ggufBlob(id, signal, (loaded, total) => {
+      if (signal.aborted) return;
+      if (!planned && total) onProgress({ stage: "plan", file: null, loaded: 0, total, model: id, files: { [file]: total } });
+      planned ||= total > 0;
+      onProgress({ stage: "progress", file, loaded, total, model: id });
+    });
   }
 
   /**
@@ -101,9 +120,9 @@ export class LoadingRole {
    * @returns {Promise<string>} the model's info, as JSON
    */
   async loadGGUF(id, device, onProgress, graph, filesJson, weightsJson, weightsBytes) {
-    const blob = this.opened.get(id);
+    if (!this.opened.has(id)) throw new Error(`${id} was not opened`);
+    const opened = this.opened.get(id);
     this.opened.delete(id);
-    if (!blob) throw new Error(`${id} was not opened`);
     const load = beginLoad(null);
     const folder = `gguf-${hashOf(id)}`;
     /** @type {string[]} */
@@ -112,6 +131,7 @@ export class LoadingRole {
     try {
       if (device === "auto") device = (await webgpuAvailable()) ? "webgpu" : "wasm";
       useRuntimeFor(device);
+      const blob = opened ?? await this.#download(id, load.signal, onProgress);
       const file = GGUF_WEIGHTS;
       const data = await expandWeights(blob, JSON.parse(weightsJson), weightsBytes, load.signal, (loaded, total) =>
         onProgress({ stage: "expand", file, loaded, total, model: id }));
