@@ -1,5 +1,6 @@
-"""A GGUF opened in the page on WebGPU (SwiftShader adapter in headless Chromium): the real SmolLM2
-file's float32 graph gives the greedy ids transformers' reading of the same file gives."""
+"""A GGUF opened in the page on WebGPU (SwiftShader adapter in headless Chromium): a tiny Phi-3 file
+(llama.cpp's converter; fused projections, partial rotary) gives the greedy ids torch gives on the
+model it was made from. Tiny, so SwiftShader runs it in seconds."""
 
 from __future__ import annotations
 
@@ -8,12 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
-from tests.browser.test_browser_gguf import SMOLLM2, gguf_site  # noqa: F401 - gguf_site is a fixture
+from tests.browser.test_browser_gguf import gguf_site  # noqa: F401,F811 - a fixture
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, EnginePage, boot_engine, tracked_context
-from tests.support.smollm2_reference import greedy_ids
+from tests.support.llama_convert import convert
+from tests.support.prompts import PROMPTS
+from tests.support.reference import hf_prompt_ids
+from tests.support.smollm2_reference import one_torch_thread
+from tests.support.tiny_families import make_family_model
 
 pytestmark = [pytest.mark.browser, pytest.mark.webgpu]
+TOKENS = 8
 
 
 @pytest.fixture(scope="module")
@@ -27,14 +34,21 @@ def webgpu_gguf_page(playwright: Any, gguf_site: tuple[str, Path]) -> Iterator[E
     browser.close()
 
 
-def test_a_gguf_runs_on_webgpu_with_the_ids_of_transformers(webgpu_gguf_page: EnginePage) -> None:
+def test_a_gguf_runs_on_webgpu_with_the_ids_of_torch(webgpu_gguf_page: EnginePage,
+                                                     gguf_site: tuple[str, Path],  # noqa: F811
+                                                     tmp_path: Path) -> None:
+    source = make_family_model("phi3", tmp_path / "tiny-phi3")
+    (gguf_site[1] / "tiny-phi3.gguf").write_bytes(convert(tmp_path / "tiny-phi3").read_bytes())
     ep = webgpu_gguf_page
     assert ep.ok("return !!(navigator.gpu && await navigator.gpu.requestAdapter());")
-    ep.ok("await engine.reload(arg);", SMOLLM2, timeout=600_000)
-    messages = [{"role": "user", "content": "What is the capital of France?"}]
-    tokens = 4
+    ep.ok("await engine.reload(arg);", "gguf/tiny-phi3.gguf", timeout=600_000)
     reply = ep.ok("return await engine.chat.completions.create(arg);",
-                  {"model": SMOLLM2, "messages": messages, "temperature": 0, "max_tokens": tokens,
-                   "return_token_ids": True}, timeout=600_000)
-    assert reply["choices"][0]["token_ids"] == greedy_ids(messages, tokens)
+                  {"model": "gguf/tiny-phi3.gguf", "messages": PROMPTS[0], "temperature": 0, "max_tokens": TOKENS,
+                   "ignore_eos": True, "return_token_ids": True}, timeout=600_000)
+    ids = hf_prompt_ids(PROMPTS[0])
+    with torch.no_grad(), one_torch_thread():
+        expected = source.generate(input_ids=torch.tensor([ids]), attention_mask=torch.ones_like(torch.tensor([ids])),
+                                   max_new_tokens=TOKENS, do_sample=False, eos_token_id=None)[0, len(ids):].tolist()
+    assert len(set(expected)) > 3  # a reply that says something
+    assert reply["choices"][0]["token_ids"] == expected
     assert ep.foreign_requests() == []

