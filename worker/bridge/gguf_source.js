@@ -76,25 +76,14 @@ export async function rangeSource(id, signal) {
 }
 
 /**
- * The file of `id` as a Blob: a picked file as it is; a URL from the cache when a visit kept it,
- * else downloaded into the cache (with progress), falling back to memory where there is no cache.
+ * The file of `id` (a URL this browser has not kept: {@link ggufAtHand} said so) downloaded into the
+ * cache, with progress, and read back as a Blob; into memory where there is no cache or it refuses.
  * @param {string} id @param {AbortSignal} signal @param {BytesProgress} onProgress
  * @returns {Promise<Blob>}
  */
 export async function ggufBlob(id, signal, onProgress) {
   const url = ggufUrl(id);
-  if (url.startsWith("blob:")) {
-    const blob = await (await fetch(url, { signal })).blob();
-    onProgress(blob.size, blob.size);
-    return blob;
-  }
   const cache = typeof caches === "undefined" ? null : await caches.open(GGUF_CACHE).catch(() => null);
-  const kept = await cache?.match(url);
-  if (kept) {
-    const blob = await kept.blob();
-    onProgress(blob.size, blob.size);
-    return blob;
-  }
   if (cache) {
     const { body, total } = await download(id, signal, onProgress);
     /** @type {Record<string, string>} */
