@@ -58,9 +58,8 @@ def build_models() -> dict[str, Path]:
     from . import minilm, smollm2, tiny_chat, tiny_gpt2
 
     decoder = [HERE / "onnx_decoder.py", HERE / "traceable_decoder.py"]
-    gguf_sources = [HERE / "smollm2.py", HERE / "gguf_import.py", HERE / "gguf_families.py", HERE / "gguf_blocks.py",
-                    HERE.parents[1] / "py" / "csi" / "gguf" / "sampling.py",
-                    *decoder]
+    gguf_sources = [HERE / "smollm2.py", HERE / "gguf_import.py", HERE / "gguf_blocks.py",
+                    *sorted((HERE.parents[1] / "py" / "csi" / "gguf").glob("*.py")), *decoder]
     return {
         smollm2.MODEL_ID: cached_build(smollm2.MODEL_ID, gguf_sources, smollm2.build),
         "tiny-chat": cached_build("tiny-chat", [*sorted(HERE.glob("tiny_chat*.py")), HERE / "traceable_decoder.py"],

@@ -189,31 +189,32 @@ def test_generation_ends_on_the_end_of_turn_token_too(imported: Imported) -> Non
     """A Phi-3 GGUF names <|endoftext|> its EOS while its chat turns end on <|end|> (Gemma 3 base
     models: <eos> and <end_of_turn>): the import stops on both, as llama.cpp does. Here the file's
     EOS is <|im_end|> (2), tiny-chat's end of turn; named <|endoftext|> (0) instead, both end."""
-    from buildtools.models.gguf_import import hf_config, read_gguf
+    from buildtools.models.gguf_import import read_header
+    from csi.gguf.spec import read_spec
 
-    model = read_gguf(imported.gguf)
-    assert model.end_of_turn == [2]
-    assert hf_config(model)["eos_token_id"] == 2
-    model.meta["tokenizer.ggml.eos_token_id"] = 0
-    assert hf_config(model)["eos_token_id"] == [0, 2]
+    meta, tensors = read_header(imported.gguf)
+    assert read_spec(meta, tensors).config["eos_token_id"] == 2
+    meta["tokenizer.ggml.eos_token_id"] = 0
+    assert read_spec(meta, tensors).config["eos_token_id"] == [0, 2]
     assert json.loads((imported.folder / "generation_config.json").read_text())["eos_token_id"] == 2
 
 
 def test_gemma3_layer_pattern_follows_llama_cpp(tmp_path: Path) -> None:
     """Which layers slide: every sixth global by default (the converted file), or as the file's
     ``attention.sliding_window_pattern`` says (a period, or one flag per layer); none without a window."""
-    from buildtools.models.gguf_import import hf_config, read_gguf
+    from buildtools.models.gguf_import import read_header
+    from csi.gguf.spec import read_spec
 
     make_family_model("gemma3", tmp_path / "tiny-gemma3")
-    model = read_gguf(convert(tmp_path / "tiny-gemma3"))
+    meta, tensors = read_header(convert(tmp_path / "tiny-gemma3"))
     s, f = "sliding_attention", "full_attention"
-    assert hf_config(model)["layer_types"] == [s] * 5 + [f]
-    model.meta["gemma3.attention.sliding_window_pattern"] = 3
-    assert hf_config(model)["layer_types"] == [s, s, f, s, s, f]
-    model.meta["gemma3.attention.sliding_window_pattern"] = [True, False, False, True, True, False]
-    assert hf_config(model)["layer_types"] == [s, f, f, s, s, f]
-    model.meta["gemma3.attention.sliding_window"] = 0
-    config = hf_config(model)
+    assert read_spec(meta, tensors).config["layer_types"] == [s] * 5 + [f]
+    meta["gemma3.attention.sliding_window_pattern"] = 3
+    assert read_spec(meta, tensors).config["layer_types"] == [s, s, f, s, s, f]
+    meta["gemma3.attention.sliding_window_pattern"] = [True, False, False, True, True, False]
+    assert read_spec(meta, tensors).config["layer_types"] == [s, f, f, s, s, f]
+    meta["gemma3.attention.sliding_window"] = 0
+    config = read_spec(meta, tensors).config
     assert config["layer_types"] == [f] * 6 and config["sliding_window"] is None
 
 

@@ -1,6 +1,6 @@
 """``csi.gguf.tokenizer`` (a GGUF's tokenizer files from its metadata, in pure Python) held to what
-the build-time importer writes for the same file (``gguf_import.write_tokenizer``: transformers'
-GGUF reader and the importer's fix-ups): the same ``tokenizer.json`` and ``tokenizer_config.json``
+transformers' GGUF reader writes for the same file (``tests/support/gguf_reference_tokenizer.py``,
+with the fix-ups the importer used to apply): the same ``tokenizer.json`` and ``tokenizer_config.json``
 (less the importer's loading notes ``is_local``/``local_files_only``), and loaded back, the same ids,
 decodes, added tokens and chat prompts.
 
@@ -30,6 +30,7 @@ from tests.support.gguf_meta import (
     synthetic_byte_level,
     write_gguf,
 )
+from tests.support.gguf_reference_tokenizer import write_reference_tokenizer
 from tests.support.prompts import PROMPTS
 from tests.support.smollm2_reference import extract_gguf
 
@@ -138,8 +139,6 @@ def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
           smollm2_meta: dict[str, Any]) -> Built:
     from transformers.utils import logging as hf_logging
 
-    from buildtools.models.gguf_import import read_gguf, write_tokenizer
-
     hf_logging.set_verbosity_error()
     tmp = tmp_path_factory.mktemp(request.param)
     make = CASES[request.param]
@@ -147,7 +146,7 @@ def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     meta = smollm2_meta if make is None else plain_metadata(path)
     reference = tmp / "reference"
     reference.mkdir()
-    config = write_tokenizer(read_gguf(path), reference)
+    config = write_reference_tokenizer(path, reference)
     spec, ours_config = tokenizer_files(meta, config["model_max_length"])
     ours = tmp / "ours"
     ours.mkdir()

@@ -17,18 +17,9 @@ from csi.gguf.spec import TensorInfo
 
 def plain_gguf(path: Path) -> tuple[dict[str, Any], list[TensorInfo]]:
     """The file's metadata (plain Python values) and tensor table, as the worker's reader gives them."""
-    from gguf import GGUFReader
+    from buildtools.models.gguf_import import read_header
 
-    reader = GGUFReader(str(path))
-    meta: dict[str, Any] = {}
-    for key, field in reader.fields.items():
-        try:
-            meta[key] = field.contents()
-        except Exception:  # noqa: BLE001 - exotic fields carry nothing the graph needs
-            continue
-    tensors = [TensorInfo(t.name, tuple(int(d) for d in t.shape), int(t.tensor_type), int(t.data_offset),
-                          int(t.n_bytes)) for t in reader.tensors]
-    return meta, tensors
+    return read_header(path)
 
 
 def int8_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -37,8 +37,12 @@ def page_model(header_json: str, budget: int = FP32_BUDGET) -> PageModel:
     """The model of the GGUF whose header (``worker/bridge/gguf_source.js``'s ``headerJson``) is given:
     float32 weights (exact) while they fit ``budget`` bytes, else int8."""
     header = json.loads(header_json)
-    meta: dict[str, Any] = header["metadata"]
-    tensors = [_tensor(t) for t in header["tensors"]]
+    return gguf_model(header["metadata"], [_tensor(t) for t in header["tensors"]], budget)
+
+
+def gguf_model(meta: dict[str, Any], tensors: list[TensorInfo], budget: int = FP32_BUDGET) -> PageModel:
+    """The model folder of a GGUF from its metadata and tensor table (``page_model``'s, and
+    ``build.py import-gguf``'s with no budget)."""
     graph = decoder_graph(meta, tensors)
     if graph.weights_bytes > budget:
         graph = decoder_graph(meta, tensors, "int8")

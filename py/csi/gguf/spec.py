@@ -117,6 +117,8 @@ def read_spec(meta: Mapping[str, Any], tensors: Sequence[TensorInfo]) -> ModelSp
     def get(key: str, default: Any = None) -> Any:
         return meta.get(f"{arch}.{key}", default)
 
+    _refuse(arch, get, table)
+
     def need(key: str) -> int:
         value = get(key)
         if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 2**20:
@@ -134,7 +136,6 @@ def read_spec(meta: Mapping[str, Any], tensors: Sequence[TensorInfo]) -> ModelSp
     if heads % kv_heads or head_dim % 2:
         raise GGUFModelError(f"{heads} attention heads over {kv_heads} key/value heads of size {head_dim}: "
                              "not a shape csi-web runs")
-    _refuse(arch, get, table)
     context = int(get("context_length", 2048) or 2048)
     longrope = "rope_factors_short.weight" in table
     if longrope:
@@ -162,9 +163,12 @@ def _refuse(arch: str, get: Any, table: Mapping[str, TensorInfo]) -> None:
     if "rope_freqs.weight" in table:
         raise GGUFModelError(f"{arch} models with rope frequency factors (rope_freqs.weight) are not supported")
     factors = {n for n in table if n.startswith("rope_factors_")}
-    if factors and arch != "phi3":
+    if factors and not (arch == "phi3" and factors == {"rope_factors_long.weight", "rope_factors_short.weight"}
+                        and get("rope.scaling.original_context_length")):
         named = ", ".join(sorted(factors))
         raise GGUFModelError(f"{arch} models with LongRoPE rope scaling ({named}) are not supported")
+    if scaling in ("longrope", "su") and not factors:
+        raise GGUFModelError(f"{arch} models with LongRoPE rope scaling but no factors are not supported")
     if scaling != "none" and not (arch == "gemma3" and scaling == "linear"):
         raise GGUFModelError(f"{arch} models with rope scaling are not supported (this file has {scaling!r})")
     if get("attn_logit_softcapping"):
@@ -221,8 +225,47 @@ def _hf_config(spec: ModelSpec, meta: Mapping[str, Any], get: Any, theta: float)
     ends = end_of_turn_ids(meta, spec.arch)
     if ends:
         config["eos_token_id"] = ends[0] if len(ends) == 1 else ends
-    if spec.arch == "gemma3":
-        config["query_pre_attn_scalar"] = round(spec.query_scale ** -2)
-        config["sliding_window"] = next((w for w in spec.sliding if w), None)
-        config["layer_types"] = ["sliding_attention" if w else "full_attention" for w in spec.sliding]
+    _family_config(spec, config, get, theta)
     return config
+
+
+def _family_config(spec: ModelSpec, config: dict[str, Any], get: Any, theta: float) -> None:
+    """The family's own keys, as transformers names them (so that transformers reads the folder as
+    llama.cpp runs the file). LongRoPE's factor lists are the file's data, not its header: a loader
+    that reads them adds ``short_factor`` and ``long_factor`` to ``rope_parameters``."""
+    arch = spec.arch
+    if arch in ("llama", "qwen2"):
+        config["hidden_act"] = "silu"
+        if arch == "llama":
+            config.update(attention_bias=False, mlp_bias=False)
+        return
+    rope_theta = config.pop("rope_theta")
+    for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        config.setdefault(key, None)  # not the class defaults (Gemma's, Phi3's), which name other tokens
+    if arch == "qwen3":
+        config.update(hidden_act="silu", attention_bias="blk.0.attn_q.bias" in spec.tensors,
+                      rope_parameters={"rope_type": "default", "rope_theta": rope_theta})
+    elif arch == "phi3":
+        rope = spec.rope[0]
+        original = int(get("rope.scaling.original_context_length") or spec.context)
+        params: dict[str, Any] = {"rope_type": "default", "rope_theta": rope_theta,
+                                  "partial_rotary_factor": rope.dims / spec.head_dim}
+        if rope.factors:
+            params.update(rope_type="longrope", original_max_position_embeddings=original,
+                          attention_factor=_short(rope.scale))
+        config.update(hidden_act="silu", rope_parameters=params, original_max_position_embeddings=original,
+                      sliding_window=None)  # llama.cpp ignores Phi-3's window (full attention)
+    elif arch == "gemma3":
+        full: dict[str, Any] = {"rope_type": "default", "rope_theta": rope_theta}
+        if get("rope.scaling.type") == "linear":
+            factor = _short(float(get("rope.scaling.factor")))
+            full = {"rope_type": "linear", "rope_theta": rope_theta, "factor": factor}
+        local = _short(float(get("rope.freq_base_swa", GEMMA3_LOCAL_BASE)))
+        config.update(
+            hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=round(spec.query_scale ** -2),
+            sliding_window=int(get("attention.sliding_window", 0) or 0) or None,
+            layer_types=["sliding_attention" if w else "full_attention" for w in spec.sliding],
+            rope_parameters={"full_attention": full,
+                             "sliding_attention": {"rope_type": "default", "rope_theta": local}},
+            final_logit_softcapping=None if spec.final_softcap is None else _short(spec.final_softcap),
+            attn_logit_softcapping=None)
