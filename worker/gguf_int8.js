@@ -1,6 +1,7 @@
-// A GGUF tensor requantized to int8 per row (max |w| / 127 a row, rounded half to even, as numpy's
-// rint), for the graph's int8 form (csi.gguf.graph, FORMS): the rows dequantized a tile at a time
-// (gguf_dequant.js), so no float32 copy of the whole tensor is ever held.
+// A GGUF tensor requantized for the graph's compressed forms (csi.gguf.graph, FORMS), the rows
+// dequantized a tile at a time (gguf_dequant.js), so no float32 copy of the whole tensor is ever held:
+// int8 per row (max |w| / 127 a row) for the int8 form; 8-bit blocks of 32 with a scale and zero point
+// each for the nbits8 form (MatMulNBits). Rounding is half to even, as numpy's rint, in float32.
 
 import { dequantize } from "./gguf_dequant.js";
 
@@ -37,6 +38,47 @@ export function requantizeInt8(type, src, rows, cols, out, at, scales, scaleAt, 
       for (let c = 0; c < cols; c++) {
         const q = Math.max(-127, Math.min(127, rint(Math.fround(row[c] / scale))));
         out[options.transpose ? at + c * rows + r : at + r * cols + c] = q;
+      }
+    }
+  }
+}
+
+const BLOCK = 32;
+
+/**
+ * Requantize `rows` x `cols` values of ggml type `type` into 8-bit blocks of 32 (each row zero-padded
+ * to whole blocks): over each block's range with 0 in it, scale `(hi - lo) / 255` (1 for a block of
+ * zeros), zero point `rint(-lo / scale)`, values `rint(v / scale) + zero point` clipped to 0..255.
+ * Values go to `out` at byte `at` (`[rows, blocks, 32]`), float32 scales to `scales` from float index
+ * `scaleAt`, zero points to `out` at byte `zpAt` (`[rows * blocks]` each).
+ * @param {number} type @param {Uint8Array} src @param {number} rows @param {number} cols
+ * @param {Uint8Array} out @param {number} at @param {Float32Array} scales @param {number} scaleAt
+ * @param {number} zpAt @param {{rowOrder?: ArrayLike<number>}} [options]
+ */
+export function requantizeBlocks8(type, src, rows, cols, out, at, scales, scaleAt, zpAt, options = {}) {
+  const blocks = Math.ceil(cols / BLOCK);
+  const scratch = new Float32Array(Math.min(TILE, rows) * cols);
+  const order = options.rowOrder;
+  for (let r0 = 0; r0 < rows; r0 += TILE) {
+    const n = Math.min(TILE, rows - r0);
+    const picked = Array.from({ length: n }, (_, i) => (order ? order[r0 + i] : r0 + i));
+    dequantize(type, src, n, cols, scratch, 0, { rowOrder: picked });
+    for (let i = 0; i < n; i++) {
+      const row = scratch.subarray(i * cols, (i + 1) * cols);
+      for (let b = 0; b < blocks; b++) {
+        const start = b * BLOCK, end = Math.min(cols, start + BLOCK);
+        let lo = 0, hi = 0;
+        for (let c = start; c < end; c++) { lo = Math.min(lo, row[c]); hi = Math.max(hi, row[c]); }
+        const scale = Math.fround(Math.fround(hi - lo) / 255) || 1;
+        const zp = Math.max(0, Math.min(255, rint(Math.fround(-lo / scale))));
+        const k = (r0 + i) * blocks + b;
+        scales[scaleAt + k] = scale;
+        out[zpAt + k] = zp;
+        const base = at + k * BLOCK;
+        for (let c = 0; c < BLOCK; c++) {
+          const v = start + c < end ? row[start + c] : 0;
+          out[base + c] = Math.max(0, Math.min(255, rint(Math.fround(v / scale)) + zp));
+        }
       }
     }
   }

@@ -52,3 +52,36 @@ def test_a_gguf_runs_on_webgpu_with_the_ids_of_torch(webgpu_gguf_page: EnginePag
     assert len(set(expected)) > 3  # a reply that says something
     assert reply["choices"][0]["token_ids"] == expected
     assert ep.foreign_requests() == []
+
+
+def test_past_the_budget_webgpu_holds_8_bit_blocks_and_keeps_the_ids(webgpu_gguf_page: EnginePage,
+                                                                    gguf_site: tuple[str, Path],  # noqa: F811
+                                                                    tmp_path: Path) -> None:
+    """With ``ggufMemoryBudget: 0`` a GGUF's matrices are held on WebGPU as 8-bit blocks run by
+    ``MatMulNBits``'s shaders: torch's greedy ids still, and logprobs that moved from the float32
+    run's (the form changed) by less than 0.1."""
+    source = make_family_model("phi3", tmp_path / "tiny-phi3")
+    (gguf_site[1] / "tiny-phi3-b8.gguf").write_bytes(convert(tmp_path / "tiny-phi3").read_bytes())
+    request = {"model": "gguf/tiny-phi3-b8.gguf", "messages": PROMPTS[0], "temperature": 0, "max_tokens": TOKENS,
+               "ignore_eos": True, "return_token_ids": True, "logprobs": True}
+    ep = webgpu_gguf_page
+    replies = ep.ok("""const { CreateWebWorkerEngine } = await import('/web/engine.js');
+        const out = [];
+        for (const budget of [undefined, 0]) {
+          const worker = new Worker('/worker/worker.js', { type: 'module' });
+          const e = await CreateWebWorkerEngine(worker, [arg.model], { device: 'webgpu', ggufMemoryBudget: budget });
+          out.push(await e.chat.completions.create(arg));
+          worker.terminate();
+        }
+        return out;""", request, timeout=600_000)
+    ids = hf_prompt_ids(PROMPTS[0])
+    with torch.no_grad(), one_torch_thread():
+        expected = source.generate(input_ids=torch.tensor([ids]), attention_mask=torch.ones_like(torch.tensor([ids])),
+                                   max_new_tokens=TOKENS, do_sample=False, eos_token_id=None)[0, len(ids):].tolist()
+    exact, blocks = (r["choices"][0] for r in replies)
+    assert exact["token_ids"] == blocks["token_ids"] == expected
+    moved = [abs(a["logprob"] - b["logprob"]) for a, b in zip(exact["logprobs"]["content"],
+                                                               blocks["logprobs"]["content"], strict=True)]
+    print(f"nbits8 on WebGPU: logprobs moved by at most {max(moved):.2e}")
+    assert 1e-5 < max(moved) < 0.1
+    assert ep.foreign_requests() == []

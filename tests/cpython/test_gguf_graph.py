@@ -209,22 +209,50 @@ def test_which_model_ids_name_gguf_files(model_id: str, ok: bool) -> None:
     assert is_gguf_id(model_id) is ok
 
 
-def test_the_memory_budget_picks_float32_or_int8(smollm2_gguf: Path) -> None:
-    """The real SmolLM2 file: its float32 weights (~0.54 GB) fit the default budget; under a smaller
-    one (the engine's ``ggufMemoryBudget``) its matrices are held as int8, about a quarter of it."""
-    from csi.gguf.page import FP32_BUDGET, page_model
+def test_the_memory_budget_picks_float32_or_the_devices_compressed_form(smollm2_gguf: Path) -> None:
+    """The real SmolLM2 file: its float32 weights (~0.54 GB) fit both devices' default budgets; under a
+    smaller one (the engine's ``ggufMemoryBudget``) its matrices are held as int8 on WASM, as 8-bit
+    blocks for ``MatMulNBits`` on WebGPU, each about a quarter of it (the tied head shares the
+    embedding's blocks)."""
+    from csi.gguf.page import FP32_BUDGETS, page_model
 
     meta, tensors = plain_gguf(smollm2_gguf)
     header = json.dumps({"metadata": {k: v.tolist() if hasattr(v, "tolist") else v for k, v in meta.items()},
                          "tensors": [{"name": t.name, "dims": t.dims, "type": t.type, "offset": t.offset,
                                       "size": t.size} for t in tensors]})
-    exact = page_model(header)
-    assert exact.graph.weights_bytes < FP32_BUDGET and b"DynamicQuantizeMatMul" not in exact.graph.model
-    small = page_model(header, budget=exact.graph.weights_bytes - 1)
-    assert b"DynamicQuantizeMatMul" in small.graph.model
+    for device in ("wasm", "webgpu"):
+        exact = page_model(header, device)
+        assert exact.graph.weights_bytes < FP32_BUDGETS[device] and b"com.microsoft" not in exact.graph.model
+    small = page_model(header, "wasm", budget=exact.graph.weights_bytes - 1)
+    assert b"DynamicQuantizeMatMul" in small.graph.model and b"MatMulNBits" not in small.graph.model
     assert small.graph.weights_bytes < exact.graph.weights_bytes / 3
     assert {w.form for w in small.graph.weights} == {"f32", "i8", "i8t"}
     assert json.loads(small.files["config.json"])["num_hidden_layers"] == 30
+    gpu = page_model(header, "webgpu", budget=exact.graph.weights_bytes - 1)
+    assert b"MatMulNBits" in gpu.graph.model and b"DynamicQuantizeMatMul" not in gpu.graph.model
+    assert gpu.graph.weights_bytes < exact.graph.weights_bytes / 3
+    assert {w.form for w in gpu.graph.weights} == {"f32", "b8"}
+    assert [w.tensor for w in gpu.graph.weights].count("token_embd.weight") == 1
+
+
+def test_the_nbits8_form_keeps_the_files_answers(smollm2_gguf: Path, tmp_path: Path) -> None:
+    """The nbits8 form (WebGPU's past the budget: weight-only 8-bit blocks, float activations) on the
+    real SmolLM2 file, run by onnxruntime's ``MatMulNBits``: torch's greedy tokens, logits within 1.5
+    of torch's (the file's own 4-bit step moves them by ~10)."""
+    from transformers import AutoTokenizer
+
+    gguf = smollm2_gguf
+    graph_folder(gguf, tmp_path / "nbits8", "nbits8")
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    ids = list(tokenizer.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}],
+                                             add_generation_prompt=True, tokenize=True, return_dict=False))
+    tokens, ours = run_graph(tmp_path / "nbits8", ids, STEPS)
+    with torch.no_grad(), one_torch_thread():
+        expected = reference(gguf)(torch.tensor([ids + tokens[:-1]])).logits[0, len(ids) - 1:].numpy()
+    diff = float(np.abs(ours - expected).max())
+    print(f"nbits8 form: max |logit diff| vs torch {diff:.3f}")
+    assert tokens == expected.argmax(-1).tolist()
+    assert diff < 1.5
 
 
 def test_the_int8_form_runs_close_to_the_file(smollm2_gguf: Path, tmp_path: Path) -> None:

@@ -30,6 +30,26 @@ def int8_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(np.rint(values / scale[:, None]), -127, 127).astype(np.int8), scale
 
 
+def block8_rows(values: np.ndarray, block: int = 32) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows requantized to 8-bit blocks (the graph's ``nbits8`` form), as the page's
+    ``worker/gguf_int8.js`` does: each block of ``block`` values (the row zero-padded to whole blocks)
+    over its range with 0 in it, scale ``(hi - lo) / 255`` (1 for a block of zeros), zero point
+    ``rint(-lo / scale)``, values ``rint(v / scale) + zero point`` clipped to 0..255. Returns the
+    values ``[rows, blocks, block]``, scales and zero points ``[rows * blocks]``."""
+    rows, cols = values.shape
+    blocks = -(-cols // block)
+    padded = np.zeros((rows, blocks * block), np.float32)
+    padded[:, :cols] = values
+    b = padded.reshape(rows, blocks, block)
+    lo = np.minimum(b.min(axis=2), np.float32(0))
+    hi = np.maximum(b.max(axis=2), np.float32(0))
+    scale = ((hi - lo) / np.float32(255)).astype(np.float32)
+    scale[scale == 0] = 1
+    zp = np.clip(np.rint(-lo / scale), 0, 255).astype(np.float32)
+    q = np.clip(np.rint(b / scale[:, :, None]) + zp[:, :, None], 0, 255).astype(np.uint8)
+    return q, scale.ravel(), zp.astype(np.uint8).ravel()
+
+
 def graph_folder(path: Path, folder: Path, form: str = "fp32") -> DecoderGraph:
     """Write the GGUF at ``path`` as the model folder ``folder`` (config and ONNX with its weights)."""
     from gguf import GGMLQuantizationType
@@ -47,6 +67,12 @@ def graph_folder(path: Path, folder: Path, form: str = "fp32") -> DecoderGraph:
             values = values[list(w.row_order)]
         if w.form == "f32":
             buffer[w.at // 4:w.at // 4 + w.rows * w.cols] = values.ravel()
+            continue
+        if w.form == "b8":
+            q8, scales, zps = block8_rows(values)
+            data[w.at:w.at + q8.size] = q8.ravel()
+            buffer[w.scale_at // 4:w.scale_at // 4 + scales.size] = scales
+            data[w.zp_at:w.zp_at + zps.size] = zps
             continue
         q, scale = int8_rows(values)
         data[w.at:w.at + q.size] = (q if w.form == "i8" else q.T).ravel().view(np.uint8)

@@ -5,7 +5,7 @@
 // tensor (gguf_dequant.js) into the buffer the graph Python wrote (csi.gguf.graph) points into.
 
 import { dequantize } from "../gguf_dequant.js";
-import { requantizeInt8 } from "../gguf_int8.js";
+import { requantizeBlocks8, requantizeInt8 } from "../gguf_int8.js";
 import { blobSource, readGGUFHeader } from "../gguf_reader.js";
 
 /** The Cache Storage bucket GGUF files are kept in, by URL. */
@@ -147,10 +147,11 @@ function plain(v) {
 
 /**
  * @typedef {{tensor: string, type: number, offset: number, size: number, rows: number, cols: number,
- *            at: number, row_order: number[]|null, form: string, scale_at: number}} Weight
+ *            at: number, row_order: number[]|null, form: string, scale_at: number, zp_at: number}} Weight
  *   one initializer of the graph: the file's tensor (`size` bytes at `offset`) expanded to float32
- *   at byte `at` of the weights buffer, or (form "i8", "i8t") requantized to int8 there with its
- *   scales at `scale_at` (csi.gguf.graph.Weight)
+ *   at byte `at` of the weights buffer, or requantized there: to int8 (form "i8", "i8t") with its
+ *   scales at `scale_at`, or to 8-bit blocks (form "b8") with scales at `scale_at` and zero points
+ *   at `zp_at` (csi.gguf.graph.Weight)
  */
 
 /**
@@ -171,6 +172,7 @@ export async function expandWeights(blob, weights, bytes, signal, onProgress) {
     const src = new Uint8Array(await blob.slice(w.offset, w.offset + w.size).arrayBuffer());
     const rowOrder = w.row_order ?? undefined;
     if (w.form === "f32") dequantize(w.type, src, w.rows, w.cols, floats, w.at / 4, { rowOrder });
+    else if (w.form === "b8") requantizeBlocks8(w.type, src, w.rows, w.cols, data, w.at, floats, w.scale_at / 4, w.zp_at, { rowOrder });
     else requantizeInt8(w.type, src, w.rows, w.cols, int8, w.at, floats, w.scale_at / 4, { rowOrder, transpose: w.form === "i8t" });
     done += w.size;
     onProgress(done, total);

@@ -16,15 +16,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .onnx_proto import BOOL, FLOAT, INT8, INT64, Graph
+from .onnx_proto import BOOL, FLOAT, INT8, INT64, UINT8, Graph
 from .spec import GGUFModelError, ModelSpec, Rope, TensorInfo, read_spec
 
 WEIGHTS_FILE = "gguf_weights.bin"
 OPSET = 17
-FORMS = ("fp32", "int8")
+FORMS = ("fp32", "int8", "nbits8")
 """How the weights are held: ``fp32`` (expanded, exact: the graph computes as torch does on the file's
-weights) or ``int8`` (matrices requantized per row to int8, run by onnxruntime's
-``DynamicQuantizeMatMul``: a quarter of the memory, for models whose fp32 weights pass the budget)."""
+weights); ``int8`` (matrices requantized per row to int8, run by onnxruntime's ``DynamicQuantizeMatMul``,
+which quantizes activations too: a quarter of the memory and WASM's fastest form, for models whose
+fp32 weights pass the budget); ``nbits8`` (matrices requantized to 8-bit blocks of 32 with a scale
+and zero point each, run by ``MatMulNBits`` on float activations: weight-only, within ~1/30 of the
+GGUF's own quantization step; the WebGPU form, where ``MatMulNBits`` has shaders)."""
+BLOCK = 32  # values per block of the nbits8 form
 _ALIGN = 64
 _F32_MIN = -3.4028234663852886e38
 
@@ -43,8 +47,11 @@ class Weight:
     cols: int
     at: int
     row_order: tuple[int, ...] | None = None
-    form: str = "f32"  # "f32"; "i8" (int8 [rows, cols]) or "i8t" ([cols, rows]), with float32 scales per row
+    form: str = "f32"  # "f32"; "i8" (int8 [rows, cols]) or "i8t" ([cols, rows]), with float32 scales per row;
+    # "b8": uint8 [rows, blocks, 32] (rows zero-padded to whole blocks), float32 scales and uint8 zero
+    # points per block ([rows * blocks]): value = (q - zero point) * scale
     scale_at: int = 0  # where the int8 forms' scales go
+    zp_at: int = 0  # where the b8 form's zero points go
 
 
 @dataclass
@@ -68,8 +75,10 @@ class _Builder:
         if form not in FORMS:
             raise ValueError(f"unknown weights form {form!r}: one of {', '.join(FORMS)}")
         self.spec = spec
+        self.form = form
         self.int8 = form == "int8"
         self.g = Graph()
+        self.made: dict[tuple[str, str], str] = {}  # (tensor, form) -> its initializer (a tied head reuses it)
         self.weights: list[Weight] = []
         self.at = 0
         self.ropes: dict[Rope, tuple[str, str]] = {}
@@ -89,6 +98,12 @@ class _Builder:
         """The initializer(s) of GGUF tensor ``name``: float32 ``[rows, cols]`` (``[n]`` for a vector);
         int8 ``[rows, cols]`` (``i8``) or ``[cols, rows]`` (``i8t``) and its scales ``[rows]``: the
         name of the int8 one, ``<name>.<form>``, its scales ``<name>.<form>.scale``."""
+        if (name, form) in self.made:
+            return self.made[(name, form)]
+        self.made[(name, form)] = out = self._weight(name, form)
+        return out
+
+    def _weight(self, name: str, form: str) -> str:
         t = self.spec.tensors.get(name)
         if t is None:
             raise GGUFModelError(f"the {self.spec.arch} file has no {name} tensor")
@@ -106,9 +121,17 @@ class _Builder:
             dims = [cols] if len(t.dims) == 1 else [rows, cols]
             self.g.external(name, FLOAT, dims, WEIGHTS_FILE, at, rows * cols * 4)
             return name
+        out = f"{name}.{form}"
+        if form == "b8":
+            blocks = -(-cols // BLOCK)
+            at, scale_at, zp_at = (self._reserve(rows * blocks * n) for n in (BLOCK, 4, 1))
+            self.weights.append(Weight(name, t.type, t.offset, t.size, rows, cols, at, order, form, scale_at, zp_at))
+            self.g.external(out, UINT8, [rows, blocks, BLOCK], WEIGHTS_FILE, at, rows * blocks * BLOCK)
+            self.g.external(out + ".scale", FLOAT, [rows * blocks], WEIGHTS_FILE, scale_at, rows * blocks * 4)
+            self.g.external(out + ".zp", UINT8, [rows * blocks], WEIGHTS_FILE, zp_at, rows * blocks)
+            return out
         at, scale_at = self._reserve(rows * cols), self._reserve(rows * 4)
         self.weights.append(Weight(name, t.type, t.offset, t.size, rows, cols, at, order, form, scale_at))
-        out = f"{name}.{form}"
         self.g.external(out, INT8, [rows, cols] if form == "i8" else [cols, rows], WEIGHTS_FILE, at, rows * cols)
         self.g.external(out + ".scale", FLOAT, [rows], WEIGHTS_FILE, scale_at, rows * 4)
         return out
@@ -120,17 +143,42 @@ class _Builder:
         if self.int8:
             w = self.weight(name, "i8t")
             return self.g.node("DynamicQuantizeMatMul", [x, w, w + ".scale", "", *biases], domain="com.microsoft")[0]
+        if self.form == "nbits8":
+            w = self.weight(name, "b8")
+            t = self.spec.tensors[name]
+            rows = t.dims[1] if len(t.dims) > 1 else 1
+            y = self.g.op("MatMulNBits", x, w, w + ".scale", w + ".zp", domain="com.microsoft", K=t.dims[0], N=rows,
+                          bits=8, block_size=BLOCK)
+            return self.g.op("Add", y, biases[0]) if biases else y
         return self.g.node("Gemm", [x, self.weight(name), *biases], transB=1)[0]
 
     def embed(self) -> str:
         """The token embeddings ``[B, S, H]`` of ``input_ids``."""
         g = self.g
+        if self.form == "nbits8":
+            return self.embed_blocks()
         if not self.int8:
             return g.op("Gather", self.weight("token_embd.weight"), "input_ids", axis=0)
         table = self.weight("token_embd.weight", "i8")
         rows = g.op("Cast", g.op("Gather", table, "input_ids", axis=0), to=FLOAT)
         scales = g.op("Unsqueeze", g.op("Gather", table + ".scale", "input_ids", axis=0), g.ints([2]))
         return g.op("Mul", rows, scales)
+
+    def embed_blocks(self) -> str:
+        """The nbits8 form's embeddings: the tokens' rows of blocks, expanded (the LM head shares them)."""
+        g, s = self.g, self.spec
+        table = self.weight("token_embd.weight", "b8")
+        blocks = -(-s.hidden // BLOCK)
+
+        def per_block(name: str) -> str:  # [rows * blocks] -> the tokens' [B, S, blocks, 1] as float
+            rows = g.op("Gather", g.op("Reshape", name, g.ints([-1, blocks])), "input_ids", axis=0)
+            return g.op("Unsqueeze", g.op("Cast", rows, to=FLOAT), g.ints([3]))
+
+        q = g.op("Cast", g.op("Gather", table, "input_ids", axis=0), to=FLOAT)
+        values = g.op("Mul", g.op("Sub", q, per_block(table + ".zp")), per_block(table + ".scale"))
+        flat = g.op("Reshape", values, g.ints([0, 0, blocks * BLOCK]))
+        return flat if blocks * BLOCK == s.hidden else g.op("Slice", flat, g.ints([0]), g.ints([s.hidden]),
+                                                             g.ints([2]))
 
     # ---------------------------------------------------------------- pieces
 
@@ -269,7 +317,7 @@ class _Builder:
             x = g.op("Add", x, mlp)
         x = self.norm(x, "output_norm.weight")
         head = "token_embd.weight" if s.tied else "output.weight"
-        if self.int8:
+        if self.form != "fp32":
             logits = self.linear(x, head)
         else:
             logits = g.node("Gemm", [x, head if head in {w.tensor for w in self.weights} else self.weight(head)],
@@ -283,7 +331,7 @@ class _Builder:
         for i in range(s.layers):
             for kv in ("key", "value"):
                 g.output(f"present.{i}.{kv}", FLOAT, present)
-        model = g.model({"": OPSET, "com.microsoft": 1} if self.int8 else {"": OPSET}, "csi-web gguf graph")
+        model = g.model({"": OPSET, "com.microsoft": 1} if self.form != "fp32" else {"": OPSET}, "csi-web gguf graph")
         return DecoderGraph(model, self.weights, self.at, s)
 
 

@@ -12,7 +12,7 @@ from ...core.backend import ModelInfo, ProgressFn
 from ...core.sampling_defaults import from_generation_config
 from ...errors import ModelLoadError
 from ...gguf.ids import is_gguf_id
-from ...gguf.page import FP32_BUDGET, page_model
+from ...gguf.page import page_model
 from .bridge_state import BridgeState
 
 
@@ -50,7 +50,7 @@ class PyodideLoading(BridgeState):
         (``csi.gguf``), the worker expands its weights into the graph's buffer and loads it."""
         header = await self._bridge.openGGUF(model_id, callback)
         try:
-            model = page_model(str(header), FP32_BUDGET if budget is None else budget)
+            model = page_model(str(header), device, budget)
         except ValueError as exc:  # GGUFModelError, GGUFTokenizerError: the file's model is not one we run
             self._bridge.forgetGGUF(model_id)
             raise ModelLoadError(f"could not load model {model_id!r}: {exc}", "model") from None
