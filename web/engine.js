@@ -72,7 +72,7 @@ import { workerUrl } from "./runtime_base.js";
  *   `[{baseURL: "http://127.0.0.1:8080/v1", apiKey: "...", models: ["qwen2.5-7b-instruct"]}]`; see `setRemotes`.
  *   `runtimeUrl` (`CreateMLCEngine`, `MLCEngine`): the folder of csi-web's worker/, vendor/, wheels/
  *   (default: this package's, or where csi-web/vite copied them). `modelsUrl`: the same-origin folder
- *   with models.json (default: models/ next to the page, then the runtime's; then the Hub). `ggufMemoryBudget`: bytes a GGUF's float32 weights may take (default 1.5e9); past it, int8.
+ *   with models.json (default: models/ next to the page, then the runtime's; then the Hub). `ggufMemoryBudget`: bytes a GGUF's float32 weights may take (default 1.5e9 on WASM, 7.5e8 on WebGPU); past it, int8 (WASM) or 8-bit blocks (WebGPU).
  * @typedef {import("./client/servers.js").RemoteServer} RemoteServer
  * @typedef {{model_list?: Array<{model_id: string, model?: string, [k: string]: unknown}>,
  *            useIndexedDBCache?: boolean, [k: string]: unknown}} AppConfig

@@ -82,3 +82,26 @@ def graph_folder(path: Path, folder: Path, form: str = "fp32") -> DecoderGraph:
     buffer.tofile(folder / "onnx" / WEIGHTS_FILE)
     (folder / "config.json").write_text(json.dumps(graph.spec.config, indent=2))
     return graph
+
+
+def run_graph(folder: Path, ids: list[int], steps: int) -> tuple[list[int], np.ndarray]:
+    """A prefill then one-token steps on the graph's KV cache: greedy tokens and each step's logits."""
+    import onnxruntime as ort
+
+    from buildtools.models.onnx_decoder import CacheShape, _inputs, _io_names
+
+    config = json.loads((folder / "config.json").read_text())
+    shape = CacheShape(config["num_hidden_layers"], config["num_key_value_heads"], config["head_dim"])
+    names, _ = _io_names(shape)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(str(folder / "onnx" / "model.onnx"), options, providers=["CPUExecutionProvider"])
+    past: list[Any] = [np.zeros((1, shape.kv_heads, 0, shape.head_dim), np.float32)] * (2 * shape.layers)
+    chunk, tokens, rows = ids, [], []
+    for _ in range(steps):
+        feeds = {n: np.asarray(t) for n, t in zip(names, _inputs(chunk, past), strict=True)}
+        logits, *past = session.run(None, feeds)
+        rows.append(logits[0, -1])
+        tokens.append(int(logits[0, -1].argmax()))
+        chunk = [tokens[-1]]
+    return tokens, np.array(rows)
