@@ -1,6 +1,7 @@
 """`python3 build.py soak [--minutes N]`: mixed traffic against one engine for N minutes (default 30)
 with memory and pending calls sampled each minute, then N/3 minutes of traffic with interrupts
-(interrupts.py), then the index fault test at 10 kill points.
+(interrupts.py), then the index fault test at 10 kill points, skill time limits in 30 fresh workers
+and a 1.5B-shaped GGUF loaded in the page within its memory bound.
 Prints JSON: calls by outcome, untyped errors, hangs, pending, memory per minute and its slope."""
 
 from __future__ import annotations
@@ -121,9 +122,13 @@ def run_soak(dist: Path, minutes: float) -> int:
                                  "test_a_skill_waiting_on_csi_calls_stops_at_its_time_limit_in_fresh_workers"],
                                 cwd=root, env={**env, "CSI_FRESH_WORKERS": "30"})
         out["time_limits_in_30_fresh_workers_passed"] = fresh == 0
+        big = subprocess.call([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:warnings",
+                               "tests/browser/test_browser_gguf.py", "-k", "big_q4_k_m"],
+                              cwd=root, env={**env, "CSI_BIG_GGUF_SHAPES": "1.5b"})
+        out["gguf_1_5b_shape_within_its_bound_passed"] = big == 0
         out["index_faults"] = ([json.loads(line) for line in report.read_text().splitlines()]
                                if report.exists() else [])
     print(json.dumps(out, indent=2))
-    ok = (faults == 0 and fresh == 0 and not out["untyped_count"] and not out["hangs"] and not out["pending_at_end"]
-          and healthy(out["interrupts"]))
+    ok = (faults == 0 and fresh == 0 and big == 0 and not out["untyped_count"] and not out["hangs"]
+          and not out["pending_at_end"] and healthy(out["interrupts"]))
     return 0 if ok else 1

@@ -5,6 +5,7 @@ cache for the next visit, and hostile files refused with a typed error while the
 
 from __future__ import annotations
 
+import os
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -133,26 +134,32 @@ def test_broken_files_are_refused_with_a_typed_error_and_the_engine_serves_on(
     assert ep.foreign_requests() == []
 
 
-# The published bound (docs/models.md, "GGUF files in the page"): a Qwen2.5-0.5B-shaped Q4_K_M file
-# (397 MB; its float32 weights, ~2 GB, pass the budget) is held as int8 in onnxruntime's memory.
-HALF_B_ORT_BOUND = 1_000_000_000
+# The published bounds (docs/models.md, "Opening a GGUF in the page"): onnxruntime's WebAssembly memory
+# with a random-weight Qwen2.5-shaped Q4_K_M file loaded (0.5B: 397 MB, 1.5B: 985 MB; their float32
+# weights, ~2 and ~6 GB, pass the budget, so they are held as int8). The suite runs the 0.5B shape;
+# `build.py soak` the 1.5B one too (CSI_BIG_GGUF_SHAPES), whose load takes about a minute.
+ORT_BOUNDS = {"0.5b": 1_000_000_000, "1.5b": 2_400_000_000}
+BIG_SHAPES = os.environ.get("CSI_BIG_GGUF_SHAPES", "0.5b").split(",")
 
 
-def test_a_half_billion_parameter_q4_k_m_file_loads_within_the_memory_bound_and_decodes(
-        gguf_page: EnginePage, gguf_site: tuple[str, Path]) -> None:
+@pytest.mark.parametrize("shape", BIG_SHAPES)
+def test_a_big_q4_k_m_file_loads_within_the_memory_bound_and_decodes(
+        shape: str, gguf_page: EnginePage, gguf_site: tuple[str, Path]) -> None:
     from tests.support.big_gguf import big_gguf
 
-    path = big_gguf("0.5b")
-    (gguf_site[1] / "qwen-0.5b-shape.gguf").symlink_to(path)
+    path = big_gguf(shape)
+    name = f"qwen-{shape}-shape.gguf"
+    (gguf_site[1] / name).unlink(missing_ok=True)
+    (gguf_site[1] / name).symlink_to(path)
     ep = gguf_page
-    ep.ok("await engine.reload(arg);", "gguf/qwen-0.5b-shape.gguf", timeout=600_000)
+    ep.ok("await engine.reload(arg);", f"gguf/{name}", timeout=900_000)
     out = ep.ok("""const r = await engine.chat.completions.create({model: arg, max_tokens: 8, temperature: 0,
                      messages: [{role: 'user', content: 'Hello'}]});
-                   return r.usage;""", "gguf/qwen-0.5b-shape.gguf", timeout=300_000)
+                   return r.usage;""", f"gguf/{name}", timeout=300_000)
     assert out["completion_tokens"] == 8 and out["prompt_tokens"] > 5
     stats = ep.ok("return await engine.memoryStats({jsHeap: true});")
-    print("0.5B-shape Q4_K_M memory:", {k: v for k, v in stats.items() if k.endswith("bytes")})
-    assert stats["ort_wasm_bytes"] < HALF_B_ORT_BOUND, stats
+    print(f"{shape}-shape Q4_K_M memory:", {k: v for k, v in stats.items() if k.endswith("bytes")})
+    assert stats["ort_wasm_bytes"] < ORT_BOUNDS[shape], stats
     ep.ok("await engine.reload('tiny-chat');")
 
 
