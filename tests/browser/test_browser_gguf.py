@@ -15,7 +15,9 @@ import pytest
 
 from tests.support.browser import EnginePage, boot_engine, tracked_context
 from tests.support.paths import DIST
+from tests.support.prompts import PROMPTS
 from tests.support.smollm2_reference import GGUF, WHEEL, greedy_ids, hf_tokenizer
+from tests.support.tiny_families import FAMILIES, make_family_model
 
 pytestmark = pytest.mark.browser
 
@@ -132,6 +134,42 @@ def test_broken_files_are_refused_with_a_typed_error_and_the_engine_serves_on(
     ep.ok("await engine.reload('tiny-chat');")
     assert ep.greedy()
     assert ep.foreign_requests() == []
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_each_family_opens_in_the_page_with_torchs_ids_and_logprobs(
+        family: str, gguf_page: EnginePage, gguf_site: tuple[str, Path], tmp_path: Path) -> None:
+    """A tiny model of each family (Qwen2's biases, Qwen3's q/k norms, Gemma 3's windows and
+    soft-capping, Phi-3's fused projections and LongRoPE), made by transformers and converted by
+    llama.cpp's converter, opened in the page on WASM: the greedy ids of the model it was made from,
+    each token's logprob within 1e-3 of torch's."""
+    import numpy as np
+    import torch
+
+    from tests.support.llama_convert import convert
+    from tests.support.reference import hf_prompt_ids
+    from tests.support.smollm2_reference import one_torch_thread
+
+    source = make_family_model(family, tmp_path / family)
+    name = f"tiny-{family}.gguf"
+    (gguf_site[1] / name).write_bytes(convert(tmp_path / family).read_bytes())
+    ep = gguf_page
+    ep.ok("await engine.reload(arg);", f"gguf/{name}", timeout=300_000)
+    reply = ep.ok("return await engine.chat.completions.create(arg);",
+                  {"model": f"gguf/{name}", "messages": PROMPTS[0], "temperature": 0, "max_tokens": 8,
+                   "ignore_eos": True, "return_token_ids": True, "logprobs": True}, timeout=300_000)
+    ids = hf_prompt_ids(PROMPTS[0])
+    choice = reply["choices"][0]
+    tokens = choice["token_ids"]
+    with torch.no_grad(), one_torch_thread():
+        logits = source(torch.tensor([ids + tokens[:-1]])).logits[0, len(ids) - 1:].double()
+    expected = torch.log_softmax(logits, -1)
+    assert tokens == expected.argmax(-1).tolist()
+    ours = np.array([c["logprob"] for c in choice["logprobs"]["content"]])
+    theirs = expected[torch.arange(len(tokens)), torch.tensor(tokens)].numpy()
+    assert np.abs(ours - theirs).max() < 1e-3, (ours, theirs)
+    assert ep.foreign_requests() == []
+    ep.ok("await engine.reload('tiny-chat');")
 
 
 # The published bounds (docs/models.md, "Opening a GGUF in the page"): onnxruntime's WebAssembly memory
