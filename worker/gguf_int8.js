@@ -22,24 +22,31 @@ function rint(x) {
  * @param {{rowOrder?: ArrayLike<number>, transpose?: boolean}} [options]
  */
 export function requantizeInt8(type, src, rows, cols, out, at, scales, scaleAt, options = {}) {
+  eachRow(type, src, rows, cols, options.rowOrder, (row, r) => {
+    let max = 0;
+    for (let c = 0; c < cols; c++) max = Math.max(max, Math.abs(row[c]));
+    const scale = Math.fround(max / 127) || 1;
+    scales[scaleAt + r] = scale;
+    for (let c = 0; c < cols; c++) {
+      const q = Math.max(-127, Math.min(127, rint(Math.fround(row[c] / scale))));
+      out[options.transpose ? at + c * rows + r : at + r * cols + c] = q;
+    }
+  });
+}
+
+/**
+ * Call `fn` with each row of a tensor, dequantized a tile of rows at a time, and its index.
+ * @param {number} type @param {Uint8Array} src @param {number} rows @param {number} cols
+ * @param {ArrayLike<number>|undefined} order row `i` is stored row `order[i]`
+ * @param {(row: Float32Array, r: number) => void} fn
+ */
+function eachRow(type, src, rows, cols, order, fn) {
   const scratch = new Float32Array(Math.min(TILE, rows) * cols);
-  const order = options.rowOrder;
   for (let r0 = 0; r0 < rows; r0 += TILE) {
     const n = Math.min(TILE, rows - r0);
     const picked = Array.from({ length: n }, (_, i) => (order ? order[r0 + i] : r0 + i));
     dequantize(type, src, n, cols, scratch, 0, { rowOrder: picked });
-    for (let i = 0; i < n; i++) {
-      const row = scratch.subarray(i * cols, (i + 1) * cols);
-      let max = 0;
-      for (let c = 0; c < cols; c++) max = Math.max(max, Math.abs(row[c]));
-      const scale = Math.fround(max / 127) || 1;
-      scales[scaleAt + r0 + i] = scale;
-      const r = r0 + i;
-      for (let c = 0; c < cols; c++) {
-        const q = Math.max(-127, Math.min(127, rint(Math.fround(row[c] / scale))));
-        out[options.transpose ? at + c * rows + r : at + r * cols + c] = q;
-      }
-    }
+    for (let i = 0; i < n; i++) fn(scratch.subarray(i * cols, (i + 1) * cols), r0 + i);
   }
 }
 
@@ -57,29 +64,21 @@ const BLOCK = 32;
  */
 export function requantizeBlocks8(type, src, rows, cols, out, at, scales, scaleAt, zpAt, options = {}) {
   const blocks = Math.ceil(cols / BLOCK);
-  const scratch = new Float32Array(Math.min(TILE, rows) * cols);
-  const order = options.rowOrder;
-  for (let r0 = 0; r0 < rows; r0 += TILE) {
-    const n = Math.min(TILE, rows - r0);
-    const picked = Array.from({ length: n }, (_, i) => (order ? order[r0 + i] : r0 + i));
-    dequantize(type, src, n, cols, scratch, 0, { rowOrder: picked });
-    for (let i = 0; i < n; i++) {
-      const row = scratch.subarray(i * cols, (i + 1) * cols);
-      for (let b = 0; b < blocks; b++) {
-        const start = b * BLOCK, end = Math.min(cols, start + BLOCK);
-        let lo = 0, hi = 0;
-        for (let c = start; c < end; c++) { lo = Math.min(lo, row[c]); hi = Math.max(hi, row[c]); }
-        const scale = Math.fround(Math.fround(hi - lo) / 255) || 1;
-        const zp = Math.max(0, Math.min(255, rint(Math.fround(-lo / scale))));
-        const k = (r0 + i) * blocks + b;
-        scales[scaleAt + k] = scale;
-        out[zpAt + k] = zp;
-        const base = at + k * BLOCK;
-        for (let c = 0; c < BLOCK; c++) {
-          const v = start + c < end ? row[start + c] : 0;
-          out[base + c] = Math.max(0, Math.min(255, rint(Math.fround(v / scale)) + zp));
-        }
+  eachRow(type, src, rows, cols, options.rowOrder, (row, r) => {
+    for (let b = 0; b < blocks; b++) {
+      const start = b * BLOCK, end = Math.min(cols, start + BLOCK);
+      let lo = 0, hi = 0;
+      for (let c = start; c < end; c++) { lo = Math.min(lo, row[c]); hi = Math.max(hi, row[c]); }
+      const scale = Math.fround(Math.fround(hi - lo) / 255) || 1;
+      const zp = Math.max(0, Math.min(255, rint(Math.fround(-lo / scale))));
+      const k = r * blocks + b;
+      scales[scaleAt + k] = scale;
+      out[zpAt + k] = zp;
+      const base = at + k * BLOCK;
+      for (let c = 0; c < BLOCK; c++) {
+        const v = start + c < end ? row[start + c] : 0;
+        out[base + c] = Math.max(0, Math.min(255, rint(Math.fround(v / scale)) + zp));
       }
     }
-  }
+  });
 }

@@ -212,20 +212,26 @@ def test_the_memory_budget_picks_float32_or_the_devices_compressed_form(smollm2_
     assert [w.tensor for w in gpu.graph.weights].count("token_embd.weight") == 1
 
 
+def form_against_torch(gguf: Path, tmp_path: Path, form: str) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The file's graph in ``form`` on a chat prompt (greedy tokens and logits per step), and torch's
+    logits on the same tokens."""
+    from transformers import AutoTokenizer
+
+    graph_folder(gguf, tmp_path / form, form)
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    ids = list(tokenizer.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}],
+                                             add_generation_prompt=True, tokenize=True, return_dict=False))
+    tokens, ours = run_graph(tmp_path / form, ids, STEPS)
+    with torch.no_grad(), one_torch_thread():
+        expected = reference(gguf)(torch.tensor([ids + tokens[:-1]])).logits[0, len(ids) - 1:].numpy()
+    return tokens, ours, expected
+
+
 def test_the_nbits8_form_keeps_the_files_answers(smollm2_gguf: Path, tmp_path: Path) -> None:
     """The nbits8 form (WebGPU's past the budget: weight-only 8-bit blocks, float activations) on the
     real SmolLM2 file, run by onnxruntime's ``MatMulNBits``: torch's greedy tokens, logits within 1.5
     of torch's (the file's own 4-bit step moves them by ~10)."""
-    from transformers import AutoTokenizer
-
-    gguf = smollm2_gguf
-    graph_folder(gguf, tmp_path / "nbits8", "nbits8")
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    ids = list(tokenizer.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}],
-                                             add_generation_prompt=True, tokenize=True, return_dict=False))
-    tokens, ours = run_graph(tmp_path / "nbits8", ids, STEPS)
-    with torch.no_grad(), one_torch_thread():
-        expected = reference(gguf)(torch.tensor([ids + tokens[:-1]])).logits[0, len(ids) - 1:].numpy()
+    tokens, ours, expected = form_against_torch(smollm2_gguf, tmp_path, "nbits8")
     diff = float(np.abs(ours - expected).max())
     print(f"nbits8 form: max |logit diff| vs torch {diff:.3f}")
     assert tokens == expected.argmax(-1).tolist()
@@ -236,16 +242,7 @@ def test_the_int8_form_runs_close_to_the_file(smollm2_gguf: Path, tmp_path: Path
     """The int8 form (the page's past the memory budget) on the real SmolLM2 file, prefill and cached
     steps: lossy (onnxruntime quantizes each layer's input to 8 bits too), but its logits follow the
     file's: correlated at every step, torch's next token among its five best."""
-    from transformers import AutoTokenizer
-
-    gguf = smollm2_gguf
-    graph_folder(gguf, tmp_path / "int8", "int8")
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    ids = list(tokenizer.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}],
-                                             add_generation_prompt=True, tokenize=True, return_dict=False))
-    tokens, ours = run_graph(tmp_path / "int8", ids, STEPS)
-    with torch.no_grad(), one_torch_thread():
-        expected = reference(gguf)(torch.tensor([ids + tokens[:-1]])).logits[0, len(ids) - 1:].numpy()
+    tokens, ours, expected = form_against_torch(smollm2_gguf, tmp_path, "int8")
     worst = min(float(np.corrcoef(a, b)[0, 1]) for a, b in zip(ours, expected, strict=True))
     ranks = [int((row > row[int(e.argmax())]).sum()) for row, e in zip(ours, expected, strict=True)]
     print(f"int8 form: min logit correlation {worst:.3f}, rank of torch's token {ranks}, "
