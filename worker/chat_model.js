@@ -108,6 +108,15 @@ export class ChatModel {
     while (common < limit && sequence[common] === ids[common]) common++;
     const n = Math.min(common, ids.length - 1);
     if (n >= sequence.length) return sequence.length;
+    return this.truncate(n);
+  }
+
+  /**
+   * Keep the first `n` (fewer than held) positions of the cache; returns how many were kept (0
+   * when a GPU cache cannot be cut here: the cache is dropped).
+   * @param {number} n
+   */
+  truncate(n) {
     const onGpu = this.past && Object.values(this.past).some((t) => t.location === "gpu-buffer");
     if (n <= 0 || !this.past || (onGpu && !this.gpuDevice)) {
       this.reset();
@@ -154,11 +163,12 @@ export class ChatModel {
   }
 
   /**
-   * Run `ids` after the cached tokens; keep the new cache; return the last position's logits.
-   * @param {number[]|Int32Array} ids
-   * @returns {Promise<Float32Array>}
+   * Run `ids` after the cached tokens; keep the new cache; return the logits of the last `rows`
+   * positions, one array each.
+   * @param {number[]|Int32Array} ids @param {number} [rows]
+   * @returns {Promise<Float32Array[]>}
    */
-  async forward(ids) {
+  async forward(ids, rows = 1) {
     const n = ids.length;
     const start = this.pastLength;
     const total = start + n;
@@ -182,26 +192,57 @@ export class ChatModel {
     for (const id of ids) this.sequence.push(Number(id));
     const logits = out.logits;
     const vocab = logits.dims.at(-1);
-    const rows = logits.dims.at(-2);
+    const positions = logits.dims.at(-2);
     const data = logits.type === "float32" ? logits.data : logits.to("float32").data;
-    return data.subarray((rows - 1) * vocab, rows * vocab);
+    return Array.from({ length: rows }, (_, i) => data.subarray((positions - rows + i) * vocab, (positions - rows + i + 1) * vocab));
   }
 
   /** @param {number[]|Int32Array} ids */
   async step(ids) {
     const t0 = performance.now();
-    const raw = await this.forward(ids);
+    const [raw] = await this.forward(ids);
+    return this.#choose(raw, this.sequence, performance.now() - t0);
+  }
+
+  /**
+   * Speculative decoding's check (csi.core.backend.Verifying): run `ids` then `drafts` in one pass,
+   * choose at each position as `step` would while the choices agree with the drafts, keep the
+   * accepted drafts in the cache. With a grammar or a page's logit processor (whose state cannot
+   * be taken back), `ids` alone, one choice.
+   * @param {number[]} ids @param {number[]} drafts
+   */
+  async verify(ids, drafts) {
+    if (this.sampler.constrained || LOGIT_PROCESSORS.has(this.id)) return [await this.step(ids)];
+    const base = this.sequence.length + ids.length;
+    const t0 = performance.now();
+    const rows = await this.forward([...ids, ...drafts], drafts.length + 1);
+    const each = (performance.now() - t0) / rows.length;
+    const out = [];
+    for (let i = 0; i < rows.length; i++) {
+      out.push(await this.#choose(rows[i], this.sequence.slice(0, base + i), each));
+      if (i === drafts.length || out[i].token !== drafts[i]) break;
+    }
+    const keep = base + out.length - 1;
+    if (keep < this.sequence.length && this.truncate(keep) !== keep) throw new Error("the cache could not be cut");
+    return out;
+  }
+
+  /**
+   * The choice on one position's logits, timed into the breakdown.
+   * @param {Float32Array} raw @param {number[]} sequence @param {number} forwardMs
+   */
+  async #choose(raw, sequence, forwardMs) {
     const t1 = performance.now();
     const logits = processedLogits(this.id, raw);
     const t2 = performance.now();
     const choice = this.sampler.constrained
-      ? await this.sampler.chooseConstrained(logits, this.sequence)
-      : this.sampler.choose(logits, this.sequence);
+      ? await this.sampler.chooseConstrained(logits, sequence)
+      : this.sampler.choose(logits, sequence);
     LOGIT_PROCESSORS.get(this.id)?.processSampledToken(choice.token);
     const t3 = performance.now();
     const b = this.breakdown;
     const grammar = choice.grammarS ?? 0;
-    b.forwardTime.push((t1 - t0) / 1000);
+    b.forwardTime.push(forwardMs / 1000);
     b.logitProcessorTime.push((t2 - t1) / 1000);
     const sampler = this.sampler.timing;
     b.grammarBitmaskTime.push(grammar);

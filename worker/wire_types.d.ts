@@ -219,6 +219,7 @@ export type EmbeddingsRequest = {
 export type ExtraBody = {
   enable_thinking?: boolean | null;
   enable_latency_breakdown?: boolean | null;
+  speculative?: boolean | null;
 };
 
 export type FunctionDefinition = {
@@ -1221,6 +1222,8 @@ export type UsageExtra = {
   latencyBreakdown?: {[key: string]: Array<number>} | null;
   served_by: "local" | "remote";
   server?: string | null;
+  draft_tokens?: number | null;
+  accepted_draft_tokens?: number | null;
 };
 
 /**

@@ -53,6 +53,7 @@ SHIPPED = {
     "core/aliases.py": "model aliases",
     "core/backend.py": "the port the backends implement",
     "core/decode.py": "the decode loop",
+    "core/drafts.py": "speculative decoding's drafts from the context (prompt lookup)",
     "core/detokenize.py": "incremental detokenization",
     "core/engine.py": "the engine: models, queues, cancellation",
     "core/generation.py": "what a generation hands its face",

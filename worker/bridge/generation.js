@@ -8,6 +8,7 @@ import { Sampler } from "../sampling/index.js";
 /** @typedef {import("./model_store.js").ModelStore} ModelStore */
 /** @typedef {(ticket: number, token: number, logprobs: string|undefined, grammarS: number|undefined) => void} OnToken */
 /** @typedef {(ticket: number, message: string) => void} OnError */
+/** @typedef {(ticket: number, resultsJson: string) => void} OnTokens */
 
 // A decode loop resumed from promise callbacks never returns to the worker's task queue, so it
 // lets messages (interrupt, cancel, new requests) in at least this often.
@@ -38,6 +39,8 @@ export class GenerationRole {
     this.onToken = noCallbacks;
     /** @type {OnError} */
     this.onError = noCallbacks;
+    /** @type {OnTokens} */
+    this.onTokens = noCallbacks;
   }
 
   /**
@@ -97,11 +100,12 @@ export class GenerationRole {
   /**
    * Python's persistent callbacks for `stepAsync` results: settling a Python future through
    * them costs far less per token than awaiting a returned Promise from Python.
-   * @param {OnToken} onToken @param {OnError} onError
+   * @param {OnToken} onToken @param {OnError} onError @param {OnTokens} onTokens (`verifyAsync`'s)
    */
-  setStepCallbacks(onToken, onError) {
+  setStepCallbacks(onToken, onError, onTokens) {
     this.onToken = onToken;
     this.onError = onError;
+    this.onTokens = onTokens;
   }
 
   /**
@@ -125,5 +129,26 @@ export class GenerationRole {
           r.grammarS),
         (err) => this.onError(ticket, String(err?.message ?? err)),
       );
+  }
+
+  /**
+   * Start a speculative step (ChatModel.verify): the choices arrive through
+   * `onTokens(ticket, json)`, a list of `[token, logprob, top, grammarSeconds]` (nulls where absent).
+   * @param {string} id @param {Int32Array|number[]} ids @param {Int32Array|number[]} drafts @param {number} ticket
+   */
+  verifyAsync(id, ids, drafts, ticket) {
+    const model = this.store.chat(id);
+    const run = () => model.verify(Array.from(ids), Array.from(drafts));
+    const started = performance.now() - this.lastYield > YIELD_EVERY_MS
+      ? yieldToEventLoop().then(() => {
+        this.lastYield = performance.now();
+        return run();
+      })
+      : run();
+    started.then(
+      (rs) => this.onTokens(ticket, JSON.stringify(rs.map((r) => [r.token, r.logprob ?? null, r.top ?? null,
+        r.grammarS ?? null]))),
+      (err) => this.onError(ticket, String(err?.message ?? err)),
+    );
   }
 }

@@ -91,6 +91,8 @@ export class Bridge {
   setStepCallbacks(...a) { this.#generation.setStepCallbacks(...a); }
   /** The per-token call. @param {string} id @param {number|Int32Array|number[]} ids @param {number} ticket */
   stepAsync(id, ids, ticket) { this.#generation.stepAsync(id, ids, ticket); }
+  /** Speculative decoding's step. @param {Parameters<GenerationRole["verifyAsync"]>} a */
+  verifyAsync(...a) { this.#generation.verifyAsync(...a); }
 
   // insides (insides.js)
 

@@ -164,6 +164,18 @@ class Decoding(Protocol):
         ...
 
 
+class Verifying(Protocol):
+    """A decoding backend that checks drafted tokens in one forward pass (speculative decoding)."""
+
+    async def verify(self, model_id: str, ids: list[int], drafts: list[int]) -> list[StepResult]:
+        """Run ``ids`` then ``drafts`` after the cached tokens in one forward pass and choose the token
+        at each position exactly as ``step`` would (the sampling state advancing as it would), while
+        the choices agree with ``drafts``: the choices made, the accepted drafts then the first that
+        differs (or the one after them all). The cache keeps ``ids`` and the accepted drafts. Where it
+        cannot check drafts (a grammar, a page's logit processor), it runs ``ids`` alone: one choice."""
+        ...
+
+
 class Embedder(Protocol):
     """Sentence embeddings from an embedding model."""
 

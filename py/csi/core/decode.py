@@ -6,10 +6,11 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
-from .backend import Decoding, ModelInfo, StepResult, Tokenizers
+from .backend import Decoding, ModelInfo, StepResult, Tokenizers, Verifying
 from .detokenize import ByteDecoder, IncrementalDecoder
+from .drafts import DraftLength, PromptLookup
 from .request import GenerationParams
 from .stop_text import StopMatcher
 from .token_bytes import TokenBytes
@@ -73,6 +74,10 @@ class GenerationStats:
     """Seconds the steps spent on the grammar."""
     latency_breakdown: dict[str, list[float]] | None = None
     """Seconds per step by stage, when the request asked for them."""
+    drafted_tokens: int = 0
+    """Tokens drafted from the context and checked (speculative decoding)."""
+    accepted_tokens: int = 0
+    """Of those, the ones the model chose too (each saved a forward pass)."""
 
     def timings(self) -> dict[str, Any]:
         """WebLLM's ``usage.extra`` figures (prefill counts only the tokens actually processed)."""
@@ -85,7 +90,9 @@ class GenerationStats:
             "grammar_per_token_s": self.grammar_s / max(self.completion_tokens, 1),
         }
         breakdown = {} if self.latency_breakdown is None else {"latencyBreakdown": self.latency_breakdown}
-        return grammar | breakdown | {
+        drafts = {} if not self.drafted_tokens else {
+            "draft_tokens": self.drafted_tokens, "accepted_draft_tokens": self.accepted_tokens}
+        return grammar | breakdown | drafts | {
             "e2e_latency_s": e2e,
             "prefill_tokens_per_s": (self.prompt_tokens - self.cached_tokens) / ttft,
             "decode_tokens_per_s": decoded / decode_time if decoded else 0.0,
@@ -128,33 +135,50 @@ async def decode(
     finish: FinishReason = "length"
     unsent = 0
     steps: list[StepResult] = []
-    while stats.completion_tokens < limit:
+    verifier = backend if params.speculative and hasattr(backend, "verify") else None
+    lookup = PromptLookup(prompt_ids) if verifier is not None else None
+    lengths = DraftLength()
+    done = False
+    while not done and stats.completion_tokens < limit:
         if cancelled():
             finish = "abort"
             break
-        result = await backend.step(model.model_id, feed)
-        stats.grammar_s += result.grammar_s
+        drafts: list[int] = []
+        if lookup is not None:
+            room = min(limit - stats.completion_tokens, model.context_length - len(lookup.tokens)) - 1
+            wanted = min(lengths.wanted(), room) if room > 0 else 0
+            drafts = lookup.propose(wanted) if wanted > 0 else []
+        if drafts:
+            results = await cast(Verifying, verifier).verify(model.model_id, feed, drafts)
+            lengths.update(len(drafts), len(results) - 1)
+            stats.drafted_tokens, stats.accepted_tokens = lengths.drafted, lengths.accepted
+        else:
+            results = [await backend.step(model.model_id, feed)]
         if not stats.first_token_at:
             stats.first_token_at = time.perf_counter()
-        if result.token in eos:
-            finish = "stop"
-            if params.keep_special and isinstance(decoder, ByteDecoder):
-                tail_text = stopper.push(decoder.push(result.token))
-                if tail_text:
-                    yield TextDelta(tail_text, stats.token_ids[unsent:], steps)
-                    unsent, steps = len(stats.token_ids), []
-            break
-        stats.token_ids.append(result.token)
-        stats.completion_tokens += 1
-        steps.append(result)
-        text = stopper.push(decoder.push(result.token))
-        if text:
-            yield TextDelta(text, stats.token_ids[unsent:], steps)
-            unsent, steps = len(stats.token_ids), []
-        if stopper.stopped:
-            finish = "stop"
-            break
-        feed = [result.token]
+        for result in results:
+            stats.grammar_s += result.grammar_s
+            if result.token in eos:
+                finish, done = "stop", True
+                if params.keep_special and isinstance(decoder, ByteDecoder):
+                    tail_text = stopper.push(decoder.push(result.token))
+                    if tail_text:
+                        yield TextDelta(tail_text, stats.token_ids[unsent:], steps)
+                        unsent, steps = len(stats.token_ids), []
+                break
+            stats.token_ids.append(result.token)
+            stats.completion_tokens += 1
+            steps.append(result)
+            text = stopper.push(decoder.push(result.token))
+            if text:
+                yield TextDelta(text, stats.token_ids[unsent:], steps)
+                unsent, steps = len(stats.token_ids), []
+            if stopper.stopped:
+                finish, done = "stop", True
+                break
+            if lookup is not None:
+                lookup.extend((result.token,))
+        feed = [results[-1].token]
     tail = "" if stopper.stopped else stopper.push(decoder.flush()) + stopper.flush()
     if tail or unsent < len(stats.token_ids):
         yield TextDelta(tail, stats.token_ids[unsent:], steps)

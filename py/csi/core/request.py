@@ -89,6 +89,9 @@ class GenerationParams:
     """Show special tokens in the text, the end-of-sequence token included (byte tables only)."""
     latency_breakdown: bool = False
     """Report the seconds of every step by stage (``Backend.latency_breakdown``) in the stats."""
+    speculative: bool = True
+    """Draft tokens from the context and verify them in one pass where the backend can
+    (``core.drafts``); the output is the same either way."""
 
 
 @dataclass(frozen=True)

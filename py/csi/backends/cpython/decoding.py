@@ -51,28 +51,53 @@ class CPythonDecoding(ModelTable):
         if m.matcher is not None:
             m.matcher.reset()
 
-    def forward(self, model_id: str, ids: list[int]) -> np.ndarray:
-        """Run ``ids`` after the cache; keep the new cache; return the last position's logits."""
+    def forward(self, model_id: str, ids: list[int], rows: int = 1) -> np.ndarray:
+        """Run ``ids`` after the cache; keep the new cache; return the logits of the last ``rows``
+        positions (``[rows, vocab]``; one position: ``[vocab]``)."""
         m = self._chat(model_id)
         feeds = chat_feeds(m, ids, len(m.sequence))
         names = [o.name for o in m.session.get_outputs()]
         outputs = dict(zip(names, m.session.run(names, feeds), strict=True))
         m.past = {k.replace("present", "past_key_values"): v for k, v in outputs.items() if k.startswith("present")}
         m.sequence += ids
-        return outputs["logits"][0, -1].astype(np.float32)
+        logits = outputs["logits"][0, -rows:].astype(np.float32)
+        return logits[0] if rows == 1 else logits
 
-    async def step(self, model_id: str, ids: list[int]) -> StepResult:
+    def _choose(self, model_id: str, logits: np.ndarray, sequence: list[int], forward_s: float) -> StepResult:
         m = self._chat(model_id)
-        t0 = time.perf_counter()
-        logits = self.forward(model_id, ids)
         t1 = time.perf_counter()
-        state = StepState(m.sampling, logits, m.sequence, m.counts, m.rng, m.matcher, m.bitmask)
+        state = StepState(m.sampling, logits, sequence, m.counts, m.rng, m.matcher, m.bitmask)
         seconds = run_steps(state)
         total = time.perf_counter() - t1
         assert state.result is not None
         penalty = seconds["penalize"] + seconds["bias"]  # WebLLM's penaltyTime covers the bias too
-        for key, value in (("forwardTime", t1 - t0), ("logitProcessorTime", 0.0),
+        for key, value in (("forwardTime", forward_s), ("logitProcessorTime", 0.0),
                            ("grammarBitmaskTime", state.grammar_s), ("penaltyTime", penalty), ("logitBiasTime", 0.0),
                            ("sampleTime", total - state.grammar_s - penalty), ("totalTime", total)):
             m.breakdown[key].append(value)
         return state.result
+
+    async def step(self, model_id: str, ids: list[int]) -> StepResult:
+        t0 = time.perf_counter()
+        logits = self.forward(model_id, ids)
+        return self._choose(model_id, logits, self._chat(model_id).sequence, time.perf_counter() - t0)
+
+    async def verify(self, model_id: str, ids: list[int], drafts: list[int]) -> list[StepResult]:
+        m = self._chat(model_id)
+        if m.matcher is not None:  # a grammar's matcher cannot take back a token: plain steps
+            return [await self.step(model_id, ids)]
+        base = len(m.sequence) + len(ids)
+        t0 = time.perf_counter()
+        rows = self.forward(model_id, ids + drafts, len(drafts) + 1)
+        forward_s = (time.perf_counter() - t0) / (len(drafts) + 1)
+        sequence = m.sequence
+        out: list[StepResult] = []
+        for i, logits in enumerate(rows):
+            out.append(self._choose(model_id, logits, sequence[:base + i], forward_s))
+            if i == len(drafts) or out[-1].token != drafts[i]:
+                break
+        keep = base + len(out) - 1
+        if keep < len(m.sequence):
+            m.past = {k: v[:, :, :keep] for k, v in m.past.items()}
+            m.sequence = m.sequence[:keep]
+        return out

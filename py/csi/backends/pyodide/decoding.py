@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from json import dumps, loads
 from typing import Any, cast
 
@@ -25,7 +26,8 @@ class PyodideDecoding(BridgeState):
         super().__init__(bridge)
         self._steps: dict[int, EagerFuture] = {}
         self._ticket = 0
-        self._callbacks = (create_proxy(self._on_token), create_proxy(self._on_step_error))
+        self._callbacks = (create_proxy(self._on_token), create_proxy(self._on_step_error),
+                           create_proxy(self._on_tokens))
         bridge.setStepCallbacks(*self._callbacks)
 
     def _on_token(self, ticket: int, token: int, logprobs: str | None = None, grammar_s: float | None = None) -> None:
@@ -43,6 +45,19 @@ class PyodideDecoding(BridgeState):
             future.settle(None, InternalError(f"bad step result from the bridge: {type(exc).__name__}: {exc}"))
         else:
             future.settle(result, None)
+
+    def _on_tokens(self, ticket: int, results: str) -> None:
+        future = self._steps.pop(ticket, None)
+        if future is None:
+            return
+        try:
+            out = [StepResult(int(token), None if logprob is None else float(logprob),
+                              tuple((int(i), lp) for i, lp in top or ()), float(grammar_s or 0.0))
+                   for token, logprob, top, grammar_s in loads(results)]
+        except BaseException as exc:  # noqa: BLE001 - a waiter must never be left hanging
+            future.settle(None, InternalError(f"bad step results from the bridge: {type(exc).__name__}: {exc}"))
+        else:
+            future.settle(out, None)
 
     def _on_step_error(self, ticket: int, message: str) -> None:
         future = self._steps.pop(ticket, None)
@@ -78,13 +93,22 @@ class PyodideDecoding(BridgeState):
         return cast(dict[str, list[float]], loads(self._bridge.latencyBreakdown(model_id)))
 
     async def step(self, model_id: str, ids: list[int]) -> StepResult:
+        # one token (every decode step) crosses as a plain number: no list conversion
+        return cast(StepResult, await self._call(lambda ticket: self._bridge.stepAsync(
+            model_id, ids[0] if len(ids) == 1 else to_js(ids), ticket)))
+
+    async def verify(self, model_id: str, ids: list[int], drafts: list[int]) -> list[StepResult]:
+        return cast(list[StepResult], await self._call(lambda ticket: self._bridge.verifyAsync(
+            model_id, to_js(ids), to_js(drafts), ticket)))
+
+    async def _call(self, start: Callable[[int], object]) -> object:
+        """Start a step on the bridge under a new ticket; its result comes through a callback."""
         self._ticket += 1
         ticket = self._ticket
         future = EagerFuture(asyncio.get_running_loop())
         self._steps[ticket] = future
         try:
-            # one token (every decode step) crosses as a plain number: no list conversion
-            self._bridge.stepAsync(model_id, ids[0] if len(ids) == 1 else to_js(ids), ticket)
+            start(ticket)
         except JsException as exc:
             self._steps.pop(ticket, None)
             raise InternalError(f"forward pass failed: {exc.message}") from None

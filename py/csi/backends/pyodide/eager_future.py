@@ -22,7 +22,7 @@ class EagerFuture:
         self._loop = loop
         self._callbacks: list[tuple[Any, Any]] = []
         self._done = False
-        self._result: StepResult | None = None
+        self._result: StepResult | list[StepResult] | None = None
         self._exception: BaseException | None = None
 
     def get_loop(self) -> asyncio.AbstractEventLoop:
@@ -48,7 +48,7 @@ class EagerFuture:
     def done(self) -> bool:
         return self._done
 
-    def result(self) -> StepResult:
+    def result(self) -> StepResult | list[StepResult]:
         if self._exception is not None:
             raise self._exception
         assert self._result is not None
@@ -57,7 +57,7 @@ class EagerFuture:
     def exception(self) -> BaseException | None:
         return self._exception
 
-    def settle(self, result: StepResult | None, exception: BaseException | None) -> None:
+    def settle(self, result: StepResult | list[StepResult] | None, exception: BaseException | None) -> None:
         """Resolve (once; later calls do nothing) and resume every waiter now."""
         if self._done:
             return

@@ -52,6 +52,9 @@ class ExtraBody(Strict):
     an ``enable_thinking`` switch, such as Qwen3); ``true`` or unset: the template's default."""
     enable_latency_breakdown: bool | None = None
     """Not yet measured: ``true`` is refused."""
+    speculative: bool | None = None
+    """csi-web's: ``false`` decodes one token per forward pass, without drafts from the context
+    (speculative decoding never changes the output; this is for measuring it)."""
 
 
 Metadata = Annotated[dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=512)]],
@@ -279,6 +282,7 @@ def _generation_params(req: ChatCompletionRequest | CompletionRequest, top_logpr
         stop=tuple(stop_list(req.stop)),
         ignore_eos=bool(req.ignore_eos),
         latency_breakdown=bool(req.extra_body and req.extra_body.enable_latency_breakdown),
+        speculative=not (req.extra_body and req.extra_body.speculative is False),
     )
 
 

@@ -39,11 +39,16 @@ class UsageExtra(BaseModel):
     """Who generated the reply: the model in the browser, or its server (``remotes``)."""
     server: str | None = None
     """The base URL of the server, when one served the reply."""
+    draft_tokens: int | None = None
+    """Tokens drafted from the context and checked in one pass each (speculative decoding)."""
+    accepted_draft_tokens: int | None = None
+    """Of those, the ones the model chose too."""
 
     @model_serializer(mode="wrap")
     def _drop_absent(self, handler: Any) -> dict[str, Any]:
+        optional = ("latencyBreakdown", "server", "draft_tokens", "accepted_draft_tokens")
         return {k: v for k, v in handler(self).items()
-                if not ((k.startswith("grammar") or k in ("latencyBreakdown", "server")) and v is None)}
+                if not ((k.startswith("grammar") or k in optional) and v is None)}
 
 
 class PromptTokensDetails(BaseModel):
