@@ -233,8 +233,8 @@ REAL_MODEL = "smollm2-135m-instruct"
 PREFILL_REPEATS = 65
 
 
-SECTIONS = ("sampling", "decode", "webgpu", "embeddings", "extras", "startup", "index", "memory", "remote",
-            "package")
+SECTIONS = ("sampling", "decode", "speculative", "webgpu", "embeddings", "extras", "startup", "index", "memory",
+            "remote", "package")
 
 
 def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -> int:
@@ -250,6 +250,7 @@ def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -
     from .memory import memory_bench
     from .package import package_bench
     from .remote import remote_bench
+    from .speculative import speculative_bench
     from .startup import startup_bench
 
     if device == "webgpu":
@@ -289,6 +290,9 @@ def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -
                     result["decode_wasm"].append(decode_bench(
                         page_of(), model, "wasm", mirror.url if from_hub else None, tokens, rounds,
                         prefill_repeats=PREFILL_REPEATS if model == REAL_MODEL else 0))
+            if "speculative" in wanted:
+                log(f"bench: speculative decoding on {REAL_MODEL} (WASM)")
+                result["speculative"] = speculative_bench(page_of(), REAL_MODEL)
             if "webgpu" in wanted:
                 log("bench: tiny-chat on WebGPU")
                 result["decode_webgpu_swiftshader"] = [decode_bench(page_of(), "tiny-chat", "webgpu", None, 32, 3)]

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 MIN_NGRAM, MAX_NGRAM = 2, 4
 """The n-grams looked up, longest first: a match of 2 tokens or more is followed often enough."""
-START, MIN_LENGTH, MAX_LENGTH = 4, 2, 16
+START, MIN_LENGTH, MAX_LENGTH = 8, 2, 16
 COOLDOWN_MAX = 32
 """Steps without drafts after drafts that all missed: 1, 2, 4, ... up to this many."""
 
