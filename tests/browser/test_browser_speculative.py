@@ -21,7 +21,7 @@ MAX_TOKENS = 40
 @pytest.fixture(scope="module")
 def expected() -> dict[str, list[int]]:
     """torch's greedy replies, computed before Chromium starts working (the two share 2 cores)."""
-    return {p: greedy_ids([{"role": "user", "content": p}], MAX_TOKENS) for p in EXTRACTIVE[:2]}
+    return {p: greedy_ids([{"role": "user", "content": p}], MAX_TOKENS) for p in EXTRACTIVE[:1]}
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def ask(ep: EnginePage, prompt: str, speculative: bool, **setting: Any) -> dict[
                   "extra_body": {"speculative": speculative}, **setting}, timeout=300_000)
 
 
-@pytest.mark.parametrize("prompt", EXTRACTIVE[:2])
+@pytest.mark.parametrize("prompt", EXTRACTIVE[:1])
 def test_greedy_replies_with_drafts_are_torchs(page: EnginePage, expected: dict[str, list[int]], prompt: str) -> None:
     reply = ask(page, prompt, True, temperature=0)
     ids = reply["choices"][0]["token_ids"]

@@ -32,12 +32,11 @@ EXTRACTIVE = [
 FREE = ["Tell me a short story about a cat.", "What is the capital of France?"]
 SETTINGS: dict[str, dict[str, Any]] = {
     "greedy": {"temperature": 0},
-    "sampled": {"temperature": 0.8, "top_p": 0.9, "seed": 7},
+    "sampled": {"temperature": 0.8, "top_p": 0.9, "seed": 7, "repetition_penalty": 1.05},
     "penalties": {"temperature": 0.7, "seed": 3, "repetition_penalty": 1.2, "frequency_penalty": 0.4,
                   "presence_penalty": 0.3},
-    "bias and logprobs": {"temperature": 0, "logit_bias": {"578": 3.0, "30": -2.0}, "logprobs": True,
-                          "top_logprobs": 3},
-    "stop": {"temperature": 0, "stop": ["1889", "\n\n"]},
+    "bias, logprobs and stop": {"temperature": 0, "logit_bias": {"578": 3.0, "30": -2.0}, "logprobs": True,
+                                "top_logprobs": 3, "stop": ["1889", "\n\n"]},
 }
 MAX_TOKENS = 40
 
