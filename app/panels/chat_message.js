@@ -28,6 +28,7 @@ export function metaText(node) {
     `${s.completion_tokens} tokens`,
     `${s.tokens_per_s.toFixed(1)} tokens/s`,
     `first token ${(s.ttft_s * 1000).toFixed(0)} ms`,
+    ...(s.draft_tokens ? [`drafts ${s.accepted_draft_tokens ?? 0}/${s.draft_tokens} accepted`] : []),
     `total ${(s.e2e_s).toFixed(2)} s`,
     // llama-cpp-python's streams carry no usage: 0 prompt tokens from a server means "not said"
     s.served_by === "remote" && !s.prompt_tokens ? "prompt size not reported"

@@ -26,6 +26,7 @@ export function statsOf(usage) {
     tokens_per_s: x?.decode_tokens_per_s ?? 0,
     ...(x?.served_by === "remote" ? { served_by: "remote", ...(x.server ? { server: x.server } : {}) }
       : x?.served_by === "local" ? { served_by: "local" } : {}),
+    ...(x?.draft_tokens ? { draft_tokens: x.draft_tokens, accepted_draft_tokens: x.accepted_draft_tokens ?? 0 } : {}),
   };
 }
 

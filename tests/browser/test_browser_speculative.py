@@ -5,13 +5,14 @@ seed; on WebGPU (SwiftShader), where the cache is cut by GPU copies, the same id
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.cpython.test_speculative import CODE, EXTRACTIVE
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, EnginePage, open_engine_page
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, LOCAL_PREFIXES, EnginePage, open_engine_page, tracked_context
 from tests.support.smollm2_reference import MODEL, greedy_ids
 
 pytestmark = pytest.mark.browser
@@ -70,3 +71,23 @@ def test_on_webgpu_the_cache_cut_on_the_gpu_gives_the_same_ids(playwright: Any, 
         assert extra["draft_tokens"] > extra["accepted_draft_tokens"] > 0, extra  # kept some, cut some
     finally:
         gpu.close()
+
+
+def test_the_playground_shows_the_drafts_accepted(browser: Any, site_url: str) -> None:
+    """A person asking the real model to quote a passage sees, under the reply, how many drafted
+    tokens were kept."""
+    context, requests = tracked_context(browser)
+    page = context.new_page()
+    page.set_default_timeout(300_000)
+    try:
+        page.goto(site_url + f"index.html?model={MODEL}&max_tokens={MAX_TOKENS}&temperature=0")
+        page.wait_for_selector("body[data-ready='true']")
+        page.fill("#prompt", EXTRACTIVE[0])
+        page.click("#send")
+        reply = page.wait_for_selector(".message.assistant[data-done='true']")
+        meta = reply.query_selector(".meta").inner_text()
+        kept, drafted = (int(x) for x in re.search(r"drafts (\d+)/(\d+) accepted", meta).groups())  # type: ignore[union-attr]
+        assert 0 < kept <= drafted, meta
+        assert requests and [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
+    finally:
+        context.close()
