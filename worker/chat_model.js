@@ -207,12 +207,13 @@ export class ChatModel {
   /**
    * Speculative decoding's check (csi.core.backend.Verifying): run `ids` then `drafts` in one pass,
    * choose at each position as `step` would while the choices agree with the drafts, keep the
-   * accepted drafts in the cache. With a grammar or a page's logit processor (whose state cannot
-   * be taken back), `ids` alone, one choice.
+   * accepted drafts in the cache. A grammar's matcher accepts each choice as it is made, so it holds
+   * only the choices returned; a page's logit processor, which would see every choice, gets plain
+   * steps (`ids` alone, one choice).
    * @param {number[]} ids @param {number[]} drafts
    */
   async verify(ids, drafts) {
-    if (this.sampler.constrained || LOGIT_PROCESSORS.has(this.id)) return [await this.step(ids)];
+    if (LOGIT_PROCESSORS.has(this.id)) return [await this.step(ids)];
     const base = this.sequence.length + ids.length;
     const t0 = performance.now();
     const rows = await this.forward([...ids, ...drafts], drafts.length + 1);
@@ -220,7 +221,7 @@ export class ChatModel {
     const out = [];
     for (let i = 0; i < rows.length; i++) {
       out.push(await this.#choose(rows[i], this.sequence.slice(0, base + i), each));
-      if (i === drafts.length || out[i].token !== drafts[i]) break;
+      if (i === drafts.length || out[i].token !== drafts[i] || this.sampler.state.matcher?.isTerminated()) break;
     }
     const keep = base + out.length - 1;
     if (keep < this.sequence.length && this.truncate(keep) !== keep) throw new Error("the cache could not be cut");

@@ -172,7 +172,7 @@ class Verifying(Protocol):
         at each position exactly as ``step`` would (the sampling state advancing as it would), while
         the choices agree with ``drafts``: the choices made, the accepted drafts then the first that
         differs (or the one after them all). The cache keeps ``ids`` and the accepted drafts. Where it
-        cannot check drafts (a grammar, a page's logit processor), it runs ``ids`` alone: one choice."""
+        cannot check drafts (a page's logit processor), it runs ``ids`` alone: one choice."""
         ...
 
 

@@ -135,9 +135,7 @@ async def decode(
     finish: FinishReason = "length"
     unsent = 0
     steps: list[StepResult] = []
-    # a grammar's matcher cannot take a token back: no drafts under one
-    drafting = params.speculative and params.sampling.grammar is None and hasattr(backend, "verify")
-    verifier = backend if drafting else None
+    verifier = backend if params.speculative and hasattr(backend, "verify") else None
     lookup = PromptLookup(prompt_ids) if verifier is not None else None
     lengths = DraftLength()
     done = False

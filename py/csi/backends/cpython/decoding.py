@@ -84,8 +84,6 @@ class CPythonDecoding(ModelTable):
 
     async def verify(self, model_id: str, ids: list[int], drafts: list[int]) -> list[StepResult]:
         m = self._chat(model_id)
-        if m.matcher is not None:  # a grammar's matcher cannot take back a token: plain steps
-            return [await self.step(model_id, ids)]
         base = len(m.sequence) + len(ids)
         t0 = time.perf_counter()
         rows = self.forward(model_id, ids + drafts, len(drafts) + 1)
@@ -94,7 +92,9 @@ class CPythonDecoding(ModelTable):
         out: list[StepResult] = []
         for i, logits in enumerate(rows):
             out.append(self._choose(model_id, logits, sequence[:base + i], forward_s))
-            if i == len(drafts) or out[-1].token != drafts[i]:
+            # a grammar's matcher accepts each choice as it is made: only the choices returned, so
+            # nothing to take back; once it has ended, nothing follows
+            if i == len(drafts) or out[-1].token != drafts[i] or (m.matcher is not None and m.matcher.is_terminated()):
                 break
         keep = base + len(out) - 1
         if keep < len(m.sequence):
