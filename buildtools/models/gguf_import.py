@@ -80,10 +80,6 @@ class GGUFFile:
     tensors: list[TensorInfo]
     model: PageModel
 
-    @property
-    def config(self) -> dict[str, Any]:
-        return self.model.graph.spec.config
-
 
 def read_gguf(path: Path) -> GGUFFile:
     """Read ``path``'s header; refuse (``GGUFImportError``) what csi-web does not run, as the page does."""

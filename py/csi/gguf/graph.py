@@ -317,11 +317,7 @@ class _Builder:
             x = g.op("Add", x, mlp)
         x = self.norm(x, "output_norm.weight")
         head = "token_embd.weight" if s.tied else "output.weight"
-        if self.form != "fp32":
-            logits = self.linear(x, head)
-        else:
-            logits = g.node("Gemm", [x, head if head in {w.tensor for w in self.weights} else self.weight(head)],
-                            transB=1)[0]
+        logits = self.linear(x, head)  # a tied head reuses the embedding's initializer
         if s.final_softcap:
             cap = g.floats([s.final_softcap], scalar=True)
             logits = g.op("Mul", g.op("Tanh", g.op("Div", logits, cap)), cap)
