@@ -20,6 +20,7 @@ import { indexApi } from "./client/index_api.js";
 import { measureJsHeap } from "./client/js_heap.js";
 import { LoadProgress } from "./client/load_progress.js";
 import { openaiApi } from "./client/openai_api.js";
+import { promptCacheApi } from "./client/prompt_cache_api.js";
 import { remoteApi } from "./client/remote_api.js";
 import { interruptSkills, PythonInterrupts, skillsApi } from "./client/skills_api.js";
 import { spinApi } from "./client/spin_api.js";
@@ -118,12 +119,14 @@ export class WebWorkerEngine {
     this.skills = skillsApi(this.client, this.interrupts, () => this.config.skillTimeLimitMs);
     /** Tools the page provides (JS functions), which skills call: `csi.list_tools()`, `csi.invoke_tool(...)`. */
     this.tools = toolsApi(this.client);
+    /** Prompt caches kept in the browser beyond the page (a reload, another tab): list, delete, budget. */
+    this.cache = promptCacheApi(this.client);
     /** Spin's `llm` interface (with the stop / optional max-tokens / finish-reason proposal). */
     this.llm = spinApi(this.client);
     /** The RemoteLLM service (proto3 JSON field names). */
     this.remote = remoteApi(this.client);
     for (const api of [this.chat, this.completions, this.embeddings, this.csi, this.index, this.skills, this.tools,
-      this.llm, this.remote]) {
+      this.llm, this.remote, this.cache]) {
       settleOnly(api);
     }
     // WebLLM's MLCEngineInterface, on top of the same calls

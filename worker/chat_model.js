@@ -57,6 +57,9 @@ export class ChatModel {
     this.grammars = null;
     /** @type {import("./insides_session.js").PromptInsides|null} set by the Bridge */
     this.insides = null;
+    /** @type {string|null} what prompt caches kept across page loads are filed under (the model file's
+     * hash, the device, the graph); null: none are kept (set by the Bridge when it knows the file) */
+    this.cacheKey = null;
     const session = model.sessions.model ?? Object.values(model.sessions)[0];
     this.cacheInputs = session.inputNames.filter((/** @type {string} */ n) => n.startsWith("past_key_values."));
     this.cacheMeta = Object.fromEntries((session.inputMetadata ?? []).map((/** @type {any} */ m) => [m.name, m]));
@@ -152,6 +155,32 @@ export class ChatModel {
     device.queue.onSubmittedWorkDone().then(() => t.dispose());
     const OrtTensor = t.ort_tensor.constructor;
     return new Tensor(OrtTensor.fromGpuBuffer(dst, { dataType: t.type, dims: [b, h, n, d], dispose: () => dst.destroy() }));
+  }
+
+  /**
+   * The cache's tensors and the tokens they hold, as arrays in memory (a GPU cache is read back), for
+   * keeping beyond this page (prompt_cache.js). The arrays are the cache's own: a forward pass makes
+   * new ones, so they stay as they are.
+   * @returns {Promise<{ids: number[], tensors: import("./prompt_cache.js").CacheTensor[]}>}
+   */
+  async snapshot() {
+    const ids = [...this.sequence];
+    const tensors = [];
+    for (const [name, t] of Object.entries(this.past ?? {})) {
+      const data = t.location === "gpu-buffer" ? await t.ort_tensor.getData() : t.data;
+      tensors.push({ name, type: t.type, dims: [...t.dims], data });
+    }
+    return { ids, tensors };
+  }
+
+  /**
+   * Take a cache kept beyond the page (prompt_cache.js) as this model's: `ids` are its tokens.
+   * @param {number[]} ids @param {import("./prompt_cache.js").CacheTensor[]} tensors
+   */
+  adopt(ids, tensors) {
+    this.reset();
+    this.past = Object.fromEntries(tensors.map((t) => [t.name, new Tensor(t.type, t.data, t.dims)]));
+    this.sequence = [...ids];
   }
 
   /** Free the GPU buffers of the cache, but those in `keep`. @param {Set<any>|null} [keep] */

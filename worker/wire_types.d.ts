@@ -418,6 +418,23 @@ export type Prediction = {
   content: string | Array<TextContentPart>;
 };
 
+/**
+ * `ids`: the entries to delete; left out or `null`: all of them.
+ */
+export type PromptCacheDeleteRequest = {
+  ids?: Array<string> | null;
+};
+
+/**
+ * What to change (fields left out stay as they are): whether requests keep their caches, the
+ * bytes all entries may take together (least recently used out), the fewest tokens worth keeping.
+ */
+export type PromptCacheSettingsRequest = {
+  enabled?: boolean | null;
+  budget_bytes?: number | null;
+  min_tokens?: number | null;
+};
+
 export type RefusalContentPart = {
   type: "refusal";
   refusal: string;
@@ -631,11 +648,13 @@ export interface Requests {
   set_remotes: RemotesRequest;
   tools_register: ToolRegisterRequest;
   tools_remove: ToolName;
+  prompt_caches_delete: PromptCacheDeleteRequest;
+  prompt_caches_configure: PromptCacheSettingsRequest;
   cancel: CancelRequest;
 }
 
 /** Message types whose `request` may be left out. */
-export type OptionalRequest = "index_list";
+export type OptionalRequest = "index_list" | "prompt_caches_delete" | "prompt_caches_configure";
 
 // ---- replies -------------------------------------------------------------------------------------
 
@@ -1065,6 +1084,33 @@ export type NextToken = {
  */
 export type Null = null;
 
+export type PromptCacheDeleted = {
+  deleted: number;
+};
+
+/**
+ * One kept cache: the tokens of a prompt (and the reply that followed) of one model.
+ */
+export type PromptCacheEntry = {
+  id: string;
+  model: string;
+  tokens: number;
+  bytes: number;
+  created: number;
+  last_used: number;
+};
+
+/**
+ * The kept caches, most recently used first.
+ */
+export type PromptCacheList = Array<PromptCacheEntry>;
+
+export type PromptCacheSettings = {
+  enabled: boolean;
+  budget_bytes: number;
+  min_tokens: number;
+};
+
 export type PromptGenerations = {
   generations: Array<TextGeneration>;
 };
@@ -1224,6 +1270,7 @@ export type UsageExtra = {
   server?: string | null;
   draft_tokens?: number | null;
   accepted_draft_tokens?: number | null;
+  prompt_cache_tokens?: number | null;
 };
 
 /**
@@ -1264,6 +1311,9 @@ export interface Results {
   tools_register: ToolDescription;
   tools_list: ToolDescriptions;
   tools_remove: Null;
+  prompt_caches_list: PromptCacheList;
+  prompt_caches_delete: PromptCacheDeleted;
+  prompt_caches_configure: PromptCacheSettings;
   reset_chat: Null;
   unload: Null;
   cancel: Null;

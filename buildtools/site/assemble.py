@@ -98,8 +98,21 @@ def imported_models() -> dict[str, Path]:
 def _model_entry(model_id: str, folder: Path, source: str) -> dict[str, object]:
     config = json.loads((folder / "config.json").read_text())
     causal = any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in config.get("architectures", []))
-    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-    return {"id": model_id, "kind": "chat" if causal else "embedding", "bytes": size, "source": source}
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    size = sum(p.stat().st_size for p in files)
+    return {"id": model_id, "kind": "chat" if causal else "embedding", "bytes": size, "source": source,
+            "sha256": _folder_hash(folder, files)}
+
+
+def _folder_hash(folder: Path, files: list[Path]) -> str:
+    """The SHA-256 of a model folder's file names and contents: what the worker's prompt caches kept
+    beyond the page are filed under, so a rebuilt model never reads another's."""
+    digest = hashlib.sha256()
+    for p in files:
+        digest.update(p.relative_to(folder).as_posix().encode() + b"\0")
+        with p.open("rb") as f:
+            digest.update(hashlib.file_digest(f, "sha256").digest())
+    return digest.hexdigest()
 
 
 def build_site() -> Path:

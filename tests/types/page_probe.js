@@ -218,6 +218,15 @@ export async function probe(engine, worker) {
   use(/** @type {number} */ (firstTool.name));
   // @ts-expect-error nothing comes back
   use((await engine.tools.remove("t")).x);
+  const [kept] = await engine.cache.list();
+  use(/** @type {number} */ (kept.tokens));
+  // @ts-expect-error a count
+  use(/** @type {string} */ (kept.tokens));
+  use(/** @type {number} */ ((await engine.cache.delete([kept.id])).deleted));
+  use(/** @type {number} */ ((await engine.cache.clear()).deleted));
+  use(/** @type {boolean} */ ((await engine.cache.configure({ budget_bytes: 1 })).enabled));
+  // @ts-expect-error a number of bytes
+  await engine.cache.configure({ budget_bytes: "1" });
 
   // ---- Spin and RemoteLLM
   const inferred = await engine.llm.infer("m", "x");

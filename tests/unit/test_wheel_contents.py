@@ -24,6 +24,7 @@ SHIPPED = {
     "worker/requests.py": "the bodies of the worker's own messages",
     "worker/remotes.py": "the page's servers of remote models",
     "worker/replies.py": "the replies of the worker's own messages",
+    "worker/prompt_caches.py": "the prompt caches kept beyond the page, listed and sized",
     # the Pyodide backend, over the JS bridges
     "backends/__init__.py": "the backends' package",
     "backends/pyodide/__init__.py": "the worker's Backend, Host and IndexStore",
@@ -47,6 +48,7 @@ SHIPPED = {
     "backends/pyodide/insides.py": "the insides role",
     "backends/pyodide/loading.py": "the loading role (transformers.js)",
     "backends/pyodide/page_tools.py": "the page's tools, called from Python",
+    "backends/pyodide/prompt_caches.py": "the browser's prompt caches over the bridge",
     "backends/pyodide/tokenizers.py": "the tokenizers role",
     # the engine
     "core/__init__.py": "the engine's package",

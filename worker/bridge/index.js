@@ -10,6 +10,7 @@ import { GenerationRole } from "./generation.js";
 import { InsidesRole } from "./insides.js";
 import { LoadingRole } from "./loading.js";
 import { ModelStore } from "./model_store.js";
+import { PromptCachingRole } from "./prompt_caching.js";
 import { TokenizersRole } from "./tokenizers.js";
 
 export { BUILTIN_MODELS, SITE_MODELS_LISTED } from "./site_models.js";
@@ -25,6 +26,7 @@ export class Bridge {
   #generation = new GenerationRole(this.#store);
   #embeddings = new EmbeddingsRole(this.#store);
   #insides = new InsidesRole(this.#store);
+  #promptCaching = new PromptCachingRole(this.#store);
 
   // loading (loading.js)
 
@@ -93,6 +95,18 @@ export class Bridge {
   stepAsync(id, ids, ticket) { this.#generation.stepAsync(id, ids, ticket); }
   /** Speculative decoding's step. @param {Parameters<GenerationRole["verifyAsync"]>} a */
   verifyAsync(...a) { this.#generation.verifyAsync(...a); }
+
+  // prompt caches kept beyond the page (prompt_caching.js)
+
+  /** @param {string} id @param {ArrayLike<number>} ids */
+  restorePrefix(id, ids) { return this.#promptCaching.restorePrefix(id, ids); }
+  /** @param {string} id */
+  remember(id) { return this.#promptCaching.remember(id); }
+  promptCachesList() { return this.#promptCaching.list(); }
+  /** @param {string} idsJson */
+  promptCachesDelete(idsJson) { return this.#promptCaching.delete(idsJson); }
+  /** @param {string} changesJson */
+  promptCachesConfigure(changesJson) { return this.#promptCaching.configure(changesJson); }
 
   // insides (insides.js)
 

@@ -17,7 +17,8 @@ import { HUB, SITE_ONLY, abortLoads, beginLoad } from "../hub_fetch.js";
 import { EmbeddingModel } from "./embedding_model.js";
 import { beginExpansion, dropEarlyExpansions, expandGGUFBlocks } from "./gguf_expand.js";
 import { expandWeights, ggufAtHand, ggufBlob, ggufName, headerJson, rangeSource } from "./gguf_source.js";
-import { BUILTIN_MODELS } from "./site_models.js";
+import { BUILTIN_MODELS, MODEL_HASHES } from "./site_models.js";
+import { ggufIdentity, modelCacheKey } from "../prompt_cache.js";
 
 /** @typedef {import("./model_store.js").ModelStore} ModelStore */
 
@@ -152,6 +153,7 @@ export class LoadingRole {
                         session_options: { externalData: [{ path: GGUF_WEIGHTS, data }] } };
       const info = await this.#loadSessions(folder, device, JSON.parse(files["config.json"]), options, onProgress,
                                             load.signal, new Set(), id);
+      await this.#fileCachesUnder(id, ggufIdentity(blob, graph), device, "gguf");
       ok = true;
       return info;
     } finally {
@@ -283,10 +285,22 @@ export class LoadingRole {
       ? await expandGGUFBlocks(id, options, progress_callback)
       : null;
     try {
-      return await this.#loadSessions(id, device, config, options, onProgress, signal, onnxFiles);
+      const info = await this.#loadSessions(id, device, config, options, onProgress, signal, onnxFiles);
+      const hash = MODEL_HASHES.get(id);
+      if (hash) await this.#fileCachesUnder(id, Promise.resolve(hash), device, options.dtype ?? "default");
+      return info;
     } finally {
       if (expandedUrl) EXPANDED_GRAPHS.delete(expandedUrl);
     }
+  }
+
+  /**
+   * Let chat model `id` keep prompt caches beyond the page (prompt_cache.js), filed under its file's
+   * identity, device and form. @param {string} id @param {Promise<string>} identity @param {string} device @param {string} form
+   */
+  async #fileCachesUnder(id, identity, device, form) {
+    const model = this.store.models.get(id);
+    if (model instanceof ChatModel) model.cacheKey = await modelCacheKey(await identity, device, form);
   }
 
   /**

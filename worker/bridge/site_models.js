@@ -22,22 +22,30 @@ const CANDIDATES = [new URL(self.location.href).searchParams.get("models"), "../
  * @type {string[]}
  */
 export const BUILTIN_MODELS = [];
-export const SITE_MODELS_LISTED = siteModels().then(({ base, ids }) => {
+/** @type {Map<string, string>} each site model's files' hash (models.json `sha256`), where the listing has one */
+export const MODEL_HASHES = new Map();
+export const SITE_MODELS_LISTED = siteModels().then(({ base, ids, hashes }) => {
   env.localModelPath = base.pathname; // transformers.js takes a path here, not a URL
   BUILTIN_MODELS.push(...ids);
   for (const id of ids) SITE_ONLY.add(id);
+  for (const [id, hash] of hashes) MODEL_HASHES.set(id, hash);
 });
 
-/** @returns {Promise<{base: URL, ids: string[]}>} */
+/** @returns {Promise<{base: URL, ids: string[], hashes: Array<[string, string]>}>} */
 async function siteModels() {
   for (const base of CANDIDATES) {
     try {
       const r = await fetch(new URL("models.json", base));
-      if (r.ok) return { base, ids: (await r.json()).models.map((/** @type {{id: string}} */ m) => m.id) };
+      if (r.ok) {
+        /** @type {Array<{id: string, sha256?: unknown}>} */
+        const models = (await r.json()).models;
+        const hashes = models.filter((m) => typeof m.sha256 === "string").map((m) => /** @type {[string, string]} */ ([m.id, m.sha256]));
+        return { base, ids: models.map((m) => m.id), hashes };
+      }
     } catch {
       // not served there: the next place
     }
   }
   // a site without the listing: the models every build has, where the site keeps them
-  return { base: CANDIDATES[CANDIDATES.length - 1], ids: ["smollm2-135m-instruct", "tiny-chat", "all-minilm-l6-v2", "tiny-gpt2"] };
+  return { base: CANDIDATES[CANDIDATES.length - 1], ids: ["smollm2-135m-instruct", "tiny-chat", "all-minilm-l6-v2", "tiny-gpt2"], hashes: [] };
 }

@@ -164,6 +164,22 @@ class Decoding(Protocol):
         ...
 
 
+class PromptCaching(Protocol):
+    """A decoding backend that keeps KV caches beyond the process (the browser's storage), so a prompt
+    that an earlier visit or another tab ran starts where that one ended."""
+
+    async def restore_prefix(self, model_id: str, ids: list[int]) -> int:
+        """Before ``reuse_prefix``: when a kept cache holds more of ``ids`` than the cache in memory,
+        make it the model's cache; return how many tokens it brought (0: none). Never raises: a kept
+        cache that cannot be read is a miss."""
+        ...
+
+    async def remember(self, model_id: str) -> None:
+        """After a request: keep the model's cache (in the background; the cache may change once this
+        returns). Never raises."""
+        ...
+
+
 class Verifying(Protocol):
     """A decoding backend that checks drafted tokens in one forward pass (speculative decoding)."""
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 
-from .backend import Decoding, ModelInfo, StepResult, Tokenizers, Verifying
+from .backend import Decoding, ModelInfo, PromptCaching, StepResult, Tokenizers, Verifying
 from .detokenize import ByteDecoder, IncrementalDecoder
 from .drafts import DraftLength, PromptLookup
 from .request import GenerationParams
@@ -78,6 +78,8 @@ class GenerationStats:
     """Tokens drafted from the context and checked (speculative decoding)."""
     accepted_tokens: int = 0
     """Of those, the ones the model chose too (each saved a forward pass)."""
+    restored_tokens: int = 0
+    """Prompt tokens whose cache came from one kept beyond the page (an earlier visit, another tab)."""
 
     def timings(self) -> dict[str, Any]:
         """WebLLM's ``usage.extra`` figures (prefill counts only the tokens actually processed)."""
@@ -92,7 +94,8 @@ class GenerationStats:
         breakdown = {} if self.latency_breakdown is None else {"latencyBreakdown": self.latency_breakdown}
         drafts = {} if not self.drafted_tokens else {
             "draft_tokens": self.drafted_tokens, "accepted_draft_tokens": self.accepted_tokens}
-        return grammar | breakdown | drafts | {
+        restored = {"prompt_cache_tokens": self.restored_tokens} if self.restored_tokens else {}
+        return grammar | breakdown | drafts | restored | {
             "e2e_latency_s": e2e,
             "prefill_tokens_per_s": (self.prompt_tokens - self.cached_tokens) / ttft,
             "decode_tokens_per_s": decoded / decode_time if decoded else 0.0,
@@ -121,6 +124,9 @@ async def decode(
     """
     stats.started = time.perf_counter()
     stats.prompt_tokens = len(prompt_ids)
+    caching = cast(PromptCaching, backend) if hasattr(backend, "restore_prefix") else None
+    if caching is not None:
+        stats.restored_tokens = await caching.restore_prefix(model.model_id, prompt_ids)
     kept = backend.reuse_prefix(model.model_id, prompt_ids)
     stats.cached_tokens = kept
     room = model.context_length - len(prompt_ids)
@@ -182,6 +188,8 @@ async def decode(
     tail = "" if stopper.stopped else stopper.push(decoder.flush()) + stopper.flush()
     if tail or unsent < len(stats.token_ids):
         yield TextDelta(tail, stats.token_ids[unsent:], steps)
+    if caching is not None:
+        await caching.remember(model.model_id)
     stats.finish_reason = finish
     stats.finished = time.perf_counter()
     if params.latency_breakdown:

@@ -25,6 +25,7 @@ from ..runtime import Runtime
 from ..skills.page_tools import PageCall
 from ..wire import Strict, parse_request
 from .message import decode_message, leading_id
+from .prompt_caches import PromptCacheStore
 from .replies import BootTimings
 from .routes import ROUTES, Call, Route
 
@@ -44,13 +45,15 @@ class WorkerApp:
     """Routes page messages to the runtime and posts every reply through ``post``."""
 
     def __init__(self, runtime: Runtime, post: Post, call_page: PageCall | None = None,
-                 memory: Callable[[], dict[str, Any]] | None = None) -> None:
+                 memory: Callable[[], dict[str, Any]] | None = None,
+                 prompt_caches: PromptCacheStore | None = None) -> None:
         self.runtime = runtime
         self._post = post
         self._call_page = call_page
         """Runs the page's tools (the worker's JS asks the page); ``None`` in CPython."""
         self._memory = memory
         """Measures the worker's memory (``memory_stats``); ``None`` in CPython."""
+        self._prompt_caches = prompt_caches
         self.boot_timings: BootTimings | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -96,7 +99,7 @@ class WorkerApp:
             request = route.parse(envelope.type, envelope.request, "request" in envelope.model_fields_set)
             scope = Scope(None if request_id is None else str(request_id), self.runtime.engine.interrupt_epoch,
                           self._progress(request_id))
-            call = Call(self.runtime, scope, self.boot_timings, self._call_page, self._memory)
+            call = Call(self.runtime, scope, self.boot_timings, self._call_page, self._memory, self._prompt_caches)
             if route.mode == "control":
                 self.send({"id": request_id, "type": "result", "result": _dump(route.handler(call, request))})
                 return None

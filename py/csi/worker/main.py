@@ -9,7 +9,14 @@ from collections.abc import Awaitable, Callable
 from json import loads
 from typing import TYPE_CHECKING, Any
 
-from ..backends.pyodide import PyodideBackend, PyodideHost, PyodideIndexStore, PyodidePageTools, run_sync
+from ..backends.pyodide import (
+    PyodideBackend,
+    PyodideHost,
+    PyodideIndexStore,
+    PyodidePageTools,
+    PyodidePromptCaches,
+    run_sync,
+)
 from ..backends.pyodide.http import FetchHttp
 from ..runtime import Runtime, build_runtime
 from ..skills import interrupts
@@ -66,4 +73,4 @@ def create_app(bridge: Any, host: Any, post: Post, page_interrupts: Callable[[],
     runtime = build_runtime(PyodideBackend(bridge), PyodideHost(host), PyodideIndexStore(host.documents),
                             skill_runner=_inline_runner, http=FetchHttp(host))
     return WorkerApp(runtime, post, None if page_tools is None else PyodidePageTools(page_tools),
-                     memory=lambda: loads(bridge.memoryStats()))
+                     memory=lambda: loads(bridge.memoryStats()), prompt_caches=PyodidePromptCaches(bridge))

@@ -43,7 +43,7 @@ from ..skills.wire import (
     SkillStreamRequest,
 )
 from ..wire import NULL, Null, parse_batch, parse_request
-from . import remotes
+from . import prompt_caches, remotes
 from .replies import (
     BootTimings,
     BootTimingsReply,
@@ -83,6 +83,8 @@ class Call:
     """Runs a tool the page registered (``None``: no page, as in CPython)."""
     memory: Callable[[], dict[str, Any]] | None = None
     """What the worker holds in memory (``None``: not measured, as in CPython)."""
+    prompt_caches: prompt_caches.PromptCacheStore | None = None
+    """The prompt caches kept beyond the page (``None``: none are, as in CPython)."""
 
     @property
     def progress(self) -> Callable[[dict[str, Any]], None]:
@@ -279,6 +281,15 @@ ROUTES: dict[str, Route] = {
     "tools_register": route(_register_tool, "whole", ToolRegisterRequest, reply=ToolDescription),
     "tools_list": route(_list_tools, "whole", None, reply=ToolDescriptions),
     "tools_remove": route(_remove_tool, "whole", ToolName, reply=Null),
+    # prompt caches kept beyond the page (engine.cache)
+    "prompt_caches_list": route(lambda c, _: prompt_caches.list_caches(c.prompt_caches), "whole", None,
+                                reply=prompt_caches.PromptCacheList),
+    "prompt_caches_delete": route(lambda c, r: prompt_caches.delete_caches(c.prompt_caches, r), "whole",
+                                  prompt_caches.PromptCacheDeleteRequest, optional=True,
+                                  reply=prompt_caches.PromptCacheDeleted),
+    "prompt_caches_configure": route(lambda c, r: prompt_caches.configure_caches(c.prompt_caches, r), "whole",
+                                     prompt_caches.PromptCacheSettingsRequest, optional=True,
+                                     reply=prompt_caches.PromptCacheSettings),
     # engine state
     "reset_chat": route(_reset_chat, "whole", None, reply=Null),
     "unload": route(_unload, "whole", None, reply=Null),

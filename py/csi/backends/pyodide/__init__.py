@@ -17,9 +17,10 @@ from .index_store import PyodideIndexStore
 from .insides import PyodideInsides
 from .loading import PyodideLoading
 from .page_tools import PyodidePageTools
+from .prompt_caches import PyodidePromptCaches
 from .tokenizers import PyodideTokenizers
 
-__all__ = ["PyodideBackend", "PyodideHost", "PyodideIndexStore", "PyodidePageTools", "run_sync"]
+__all__ = ["PyodideBackend", "PyodideHost", "PyodideIndexStore", "PyodidePageTools", "PyodidePromptCaches", "run_sync"]
 
 
 class PyodideBackend(PyodideLoading, PyodideTokenizers, PyodideDecoding, PyodideEmbedder, PyodideInsides):

@@ -83,6 +83,18 @@ class PyodideDecoding(BridgeState):
     def reuse_prefix(self, model_id: str, ids: list[int]) -> int:
         return int(self._bridge.reusePrefix(model_id, to_js(ids)))
 
+    async def restore_prefix(self, model_id: str, ids: list[int]) -> int:
+        try:
+            return int(await self._bridge.restorePrefix(model_id, to_js(ids)))
+        except JsException:
+            return 0
+
+    async def remember(self, model_id: str) -> None:
+        try:
+            await self._bridge.remember(model_id)
+        except JsException:
+            pass
+
     def set_sampling(self, model_id: str, params: SamplingParams) -> None:
         self._bridge.setSampling(model_id, dumps(params.to_dict()))
 

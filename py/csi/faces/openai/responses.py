@@ -43,10 +43,13 @@ class UsageExtra(BaseModel):
     """Tokens drafted from the context and checked in one pass each (speculative decoding)."""
     accepted_draft_tokens: int | None = None
     """Of those, the ones the model chose too."""
+    prompt_cache_tokens: int | None = None
+    """Prompt tokens whose keys and values came from a prompt cache kept in the browser (an earlier
+    visit or another tab); they count in ``prompt_tokens_details.cached_tokens`` too."""
 
     @model_serializer(mode="wrap")
     def _drop_absent(self, handler: Any) -> dict[str, Any]:
-        optional = ("latencyBreakdown", "server", "draft_tokens", "accepted_draft_tokens")
+        optional = ("latencyBreakdown", "server", "draft_tokens", "accepted_draft_tokens", "prompt_cache_tokens")
         return {k: v for k, v in handler(self).items()
                 if not ((k.startswith("grammar") or k in optional) and v is None)}
 
