@@ -8,6 +8,8 @@
 
 const DIR = "csi-prompt-cache";
 const VERSION = 1;
+/** A payload without its description this long after its last write was abandoned. */
+const ORPHAN_MS = 3_600_000;
 
 /** The defaults of `configure`: on, 512 MiB, prefixes of 64 tokens and more. */
 export const PROMPT_CACHE_DEFAULTS = Object.freeze({ enabled: true, budget_bytes: 512 * 2 ** 20, min_tokens: 64 });
@@ -240,13 +242,26 @@ export class PromptCaches {
     }
   }
 
-  /** Delete the least recently used entries until the rest fit the budget. @param {FileSystemDirectoryHandle} dir */
+  /**
+   * Delete the least recently used entries until the rest fit the budget, and the payloads whose
+   * description never came (a page closed while writing) once they are an hour old.
+   * @param {FileSystemDirectoryHandle} dir
+   */
   async #evict(dir) {
     const metas = (await this.#scan()).sort((a, b) => b.last_used - a.last_used);
     let total = 0;
     for (const m of metas) {
       total += m.bytes;
       if (total > this.settings.budget_bytes) await this.#remove(dir, m.id);
+    }
+    const described = new Set(metas.map((m) => `${m.id}.kv`));
+    /** @type {Array<[string, any]>} */
+    const files = [];
+    for await (const pair of /** @type {any} */ (dir).entries()) files.push(pair);
+    for (const [name, handle] of files) {
+      if (!name.endsWith(".kv") || described.has(name)) continue;
+      const file = await handle.getFile().catch(() => null);
+      if (file && Date.now() - file.lastModified > ORPHAN_MS) await this.#remove(dir, name.slice(0, -3));
     }
   }
 }

@@ -1,0 +1,139 @@
+"""Prompt caches kept beyond the page (worker/prompt_cache.js, OPFS): after a reload, or in another
+tab, a prompt that begins as an earlier one did starts from that one's kept KV cache (its tokens
+counted as cached) and the reply is the one the page gave without it; an entry of another model
+file, or whose payload was cut short, is never used; the budget evicts the least recently used."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.browser import EnginePage, boot_engine, open_engine_page
+
+pytestmark = pytest.mark.browser
+MODEL = "tiny-chat"
+SYSTEM = ("You are the help desk of a small library. Opening hours are nine to five on weekdays, ten to two "
+          "on Saturdays; closed on Sundays. Books are lent for three weeks and may be renewed twice. ")
+MESSAGES = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "When can I come on Saturday?"}]
+
+
+@pytest.fixture()
+def page(browser: Any, site_url: str) -> Iterator[EnginePage]:
+    ep = open_engine_page(browser, site_url, [MODEL], "wasm")
+    ep.ok("await engine.cache.clear(); return await engine.cache.configure({min_tokens: 8, budget_bytes: 2 ** 29});")
+    yield ep
+    ep.page.context.close()
+
+
+def ask(ep: EnginePage, messages: list[dict[str, str]]) -> dict[str, Any]:
+    return ep.ok("return await engine.chat.completions.create(arg);",
+                 {"messages": messages, "max_tokens": 24, "temperature": 0, "return_token_ids": True,
+                  "ignore_eos": True}, timeout=300_000)
+
+
+def reload(ep: EnginePage, site_url: str) -> None:
+    """A new visit: the page and its worker made anew (the in-memory cache gone), settings as before."""
+    boot_engine(ep.page, site_url, [MODEL])
+    ep.ok("return await engine.cache.configure({min_tokens: 8, budget_bytes: 2 ** 29});")
+
+
+def entries(ep: EnginePage) -> list[dict[str, Any]]:
+    return ep.ok("return await engine.cache.list();")
+
+
+def test_after_a_reload_the_kept_cache_serves_the_prompt_and_the_reply_is_the_same(page: EnginePage,
+                                                                                 site_url: str) -> None:
+    first = ask(page, MESSAGES)
+    assert first["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+    kept = entries(page)
+    held = first["usage"]["prompt_tokens"] + first["usage"]["completion_tokens"] - 1  # the last token never ran
+    assert [(e["model"], e["tokens"]) for e in kept] == [(MODEL, held)]
+    assert kept[0]["bytes"] > 0
+
+    reload(page, site_url)
+    again = ask(page, MESSAGES)
+    restored = again["usage"]["extra"]["prompt_cache_tokens"]
+    assert restored == first["usage"]["prompt_tokens"] - 1  # all of the prompt but its last token
+    assert again["usage"]["prompt_tokens_details"]["cached_tokens"] == restored
+    assert again["choices"][0]["token_ids"] == first["choices"][0]["token_ids"]
+
+    # the conversation goes on after another reload: its whole first turn comes from the kept cache
+    follow = [*MESSAGES, {"role": "assistant", "content": first["choices"][0]["message"]["content"]},
+              {"role": "user", "content": "And on Sunday?"}]
+    reload(page, site_url)
+    turn = ask(page, follow)
+    assert turn["usage"]["extra"]["prompt_cache_tokens"] > restored
+    reload(page, site_url)
+    page.ok("await engine.cache.configure({enabled: false});")
+    plain = ask(page, follow)
+    assert "prompt_cache_tokens" not in plain["usage"]["extra"]
+    assert plain["choices"][0]["token_ids"] == turn["choices"][0]["token_ids"]
+
+
+CUT_PAYLOAD = """async () => {
+  const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle('csi-prompt-cache');
+  for await (const [name, handle] of dir.entries()) {
+    if (!name.endsWith('.kv')) continue;
+    const out = await handle.createWritable({keepExistingData: true});
+    await out.truncate((await handle.getFile()).size - 4096);
+    await out.close();
+  }
+}"""
+
+
+def test_a_payload_cut_short_is_never_used_and_goes(page: EnginePage, site_url: str) -> None:
+    first = ask(page, MESSAGES)
+    assert len(entries(page)) == 1
+    page.page.evaluate(CUT_PAYLOAD)
+    reload(page, site_url)
+    again = ask(page, MESSAGES)
+    assert "prompt_cache_tokens" not in again["usage"]["extra"]
+    assert again["choices"][0]["token_ids"] == first["choices"][0]["token_ids"]
+    # the request kept its own cache anew in place of the broken one
+    assert [e["tokens"] for e in entries(page)] == [sum(first["usage"][k] for k in ("prompt_tokens",
+                                                                                    "completion_tokens")) - 1]
+
+
+def test_an_entry_of_another_model_file_is_never_used(page: EnginePage, site_url: str) -> None:
+    """The site rebuilt with another tiny-chat (models.json gives its files another hash): the caches
+    the old one kept are not read."""
+    ask(page, MESSAGES)
+
+    def rebuilt(route: Any) -> None:
+        listing = route.fetch().json()
+        for m in listing["models"]:
+            if m["id"] == MODEL:
+                m["sha256"] = "0" * 64
+        route.fulfill(json=listing)
+
+    page.page.context.route("**/models/models.json", rebuilt)
+    reload(page, site_url)
+    again = ask(page, MESSAGES)
+    assert "prompt_cache_tokens" not in again["usage"]["extra"]
+    assert len(entries(page)) == 2  # the new file's cache is filed apart from the old one's
+
+
+def test_the_budget_keeps_the_most_recently_used(page: EnginePage) -> None:
+    ask(page, MESSAGES)
+    [one] = entries(page)
+    page.ok("await engine.cache.configure(arg);", {"budget_bytes": int(one["bytes"] * 1.5)})
+    other = [{"role": "system", "content": "You answer in one word. " * 8}, {"role": "user", "content": "Hello?"}]
+    ask(page, other)
+    kept = entries(page)
+    assert len(kept) == 1 and kept[0]["id"] != one["id"]
+    assert page.ok("return await engine.cache.delete([arg]);", kept[0]["id"]) == {"deleted": 1}
+    assert entries(page) == []
+
+
+def test_another_tab_starts_from_the_cache_this_one_kept(page: EnginePage, site_url: str) -> None:
+    first = ask(page, MESSAGES)
+    assert len(entries(page)) == 1
+    other = EnginePage(page.page.context.new_page(), page.requests)
+    other.page.set_default_timeout(300_000)
+    boot_engine(other.page, site_url, [MODEL])
+    again = ask(other, MESSAGES)
+    assert again["usage"]["extra"]["prompt_cache_tokens"] == first["usage"]["prompt_tokens"] - 1
+    assert again["choices"][0]["token_ids"] == first["choices"][0]["token_ids"]
+    assert page.foreign_requests() == []
