@@ -17,7 +17,8 @@ export const SIMD = typeof WebAssembly === "object" && WebAssembly.validate(SIMD
  *   countBelow(n: number, max: number, scale: number, cut: number): number,
  *   gather(n: number, max: number, scale: number, lo: number, hi: number, vlo: number, vhi: number, at: number): number,
  *   countBuckets(n: number, max: number, scale: number): void, topk(n: number, k: number): void,
- *   minAbove(n: number, bound: number): number}} Exports
+ *   minAbove(n: number, bound: number): number, totalAtOne(): number,
+ *   weighBoth(n: number, max: number, invT: number, scale: number): number}} Exports
  */
 
 /** One instance of the kernel and views of its memory (remade when the memory grows). */

@@ -102,8 +102,10 @@ export function drawOnKernel(k, input, p, rng) {
   const topP = Math.min(p.top_p, 1);
   const scale = scaleFor(k, n, max, SPAN / invT);
   if (p.top_k > 0 && p.top_k < n) return drawTopK(k, n, max, invT, scale, p, rng);
-  const total = k.x.weigh(n, max, invT, scale);
-  const lse = invT === 1 ? max + Math.log(total) : NaN;
+  // with log-probabilities at another temperature, their total weight in the same pass when exact
+  const both = p.logprobs === true && invT !== 1 && scale > 0 && 1 / scale <= 0.015;
+  const total = both ? k.x.weighBoth(n, max, invT, scale) : k.x.weigh(n, max, invT, scale);
+  const lse = invT === 1 ? max + Math.log(total) : both ? max + Math.log(k.x.totalAtOne()) : NaN;
   const { ids, w, mass } = k;
   let cut = BUCKETS;
   let cutTaken = 0;

@@ -21,12 +21,14 @@ let idsAt: usize = 0; // i32[n + EXTRA_IDS]
 let massAt: usize = 0; // f64[BUCKETS + 1]
 let countAt: usize = 0; // i32[BUCKETS + 4]
 let baseAt: usize = 0; // f64[BUCKETS]
+let mass1At: usize = 0; // f64[BUCKETS]: `weighBoth`'s weights at temperature 1
 let topIdsAt: usize = 0; // i32[MAX_TOP]
 let topValuesAt: usize = 0; // f32[MAX_TOP]
 
 let statMax: f64 = 0;
 let statMin: f64 = 0;
 let zeroCount: i32 = 0;
+let total1: f64 = 0;
 
 /** Make room for a vocabulary of `n`; returns where its logits go. */
 export function reserve(n: i32): usize {
@@ -37,7 +39,8 @@ export function reserve(n: i32): usize {
     massAt = idsAt + (<usize>(padded + EXTRA_IDS) << 2);
     countAt = massAt + (<usize>(BUCKETS + 2) << 3);
     baseAt = countAt + (<usize>(BUCKETS + 4) << 2);
-    topIdsAt = baseAt + (<usize>BUCKETS << 3);
+    mass1At = baseAt + (<usize>BUCKETS << 3);
+    topIdsAt = mass1At + (<usize>BUCKETS << 3);
     topValuesAt = topIdsAt + (<usize>MAX_TOP << 2);
     const end = topValuesAt + (<usize>MAX_TOP << 2);
     const pages = <i32>((end + 0xffff) >> 16);
@@ -54,6 +57,8 @@ export function topIdsPointer(): usize { return topIdsAt; }
 export function topValuesPointer(): usize { return topValuesAt; }
 export function maxLogit(): f64 { return statMax; }
 export function minLogit(): f64 { return statMin; }
+/** the total weight at temperature 1 the last `weighBoth` found */
+export function totalAtOne(): f64 { return total1; }
 /** tokens (padding included) that the last `weigh` gave no weight */
 export function zeros(): i32 { return zeroCount; }
 
@@ -86,6 +91,35 @@ export function stats(n: i32): i32 {
 @inline function addTo(b: i32, x: f64): void {
   const at = massAt + (<usize>b << 3);
   store<f64>(at, load<f64>(at) + x);
+}
+
+// @ts-ignore: decorator
+@inline function addTo1(b: i32, x: f64): void {
+  const at = mass1At + (<usize>b << 3);
+  store<f64>(at, load<f64>(at) + x);
+}
+
+/** e^{-b h} for every bucket b into baseAt: e^{-64 j h} e^{-i h} for b = 64 j + i (128 exps). */
+function fillBase(h: f64): void {
+  for (let i = 0; i < 64; i++) store<f64>(baseAt + (<usize>i << 3), Math.exp(-<f64>i * h));
+  for (let j = 63; j > 0; j--) {
+    const coarse = Math.exp(-<f64>(j << 6) * h);
+    for (let i = 0; i < 64; i++) {
+      store<f64>(baseAt + (<usize>((j << 6) + i) << 3), coarse * load<f64>(baseAt + (<usize>i << 3)));
+    }
+  }
+}
+
+/** Series sums per bucket (at `at`) times e^{-b h}, in place; returns their total. */
+function scaleBuckets(at: usize, h: f64): f64 {
+  fillBase(h);
+  let total: f64 = 0;
+  for (let b = 0; b < BUCKETS - 1; b++) {
+    const m = load<f64>(at + (<usize>b << 3)) * load<f64>(baseAt + (<usize>b << 3));
+    store<f64>(at + (<usize>b << 3), m);
+    total += m;
+  }
+  return total;
 }
 
 /**
@@ -154,21 +188,7 @@ export function weigh(n: i32, max: f64, invT: f64, scale: f64): f64 {
       }
     }
   }
-  // e^{-b h} = e^{-64 j h} e^{-i h} for b = 64 j + i: the 64 fine factors (j = 0) first, then the rest
-  for (let i = 0; i < 64; i++) store<f64>(baseAt + (<usize>i << 3), Math.exp(-<f64>i * h));
-  for (let j = 63; j > 0; j--) {
-    const coarse = Math.exp(-<f64>(j << 6) * h);
-    for (let i = 0; i < 64; i++) {
-      store<f64>(baseAt + (<usize>((j << 6) + i) << 3), coarse * load<f64>(baseAt + (<usize>i << 3)));
-    }
-  }
-  let total: f64 = 0;
-  for (let b = 0; b < BUCKETS - 1; b++) {
-    const at = massAt + (<usize>b << 3);
-    const m = load<f64>(at) * load<f64>(baseAt + (<usize>b << 3));
-    store<f64>(at, m);
-    total += m;
-  }
+  const total = scaleBuckets(massAt, h);
   store<f64>(massAt + (<usize>(BUCKETS - 1) << 3), tail);
   zeroCount = zero;
   return total + tail;
@@ -266,4 +286,100 @@ export function minAbove(n: i32, bound: f32): f64 {
   }
   return <f64>Mathf.min(Mathf.min(f32x4.extract_lane(lo, 0), f32x4.extract_lane(lo, 1)),
     Mathf.min(f32x4.extract_lane(lo, 2), f32x4.extract_lane(lo, 3)));
+}
+
+/**
+ * `weigh`, and in the same pass the total weight at temperature 1 (totalAtOne: the log-sum-exp of
+ * log-probabilities), on the same buckets: a token weighs e^{-s h1} there, h1 = 1 / scale. For
+ * scales where f h1 <= 0.015 (the series stays exact), which the caller checks.
+ */
+export function weighBoth(n: i32, max: f64, invT: f64, scale: f64): f64 {
+  const padded = (n + 3) & ~3;
+  const h = invT / scale;
+  const g = 1 / scale;
+  memory.fill(massAt, 0, <usize>(BUCKETS + 1) << 3);
+  memory.fill(mass1At, 0, <usize>BUCKETS << 3);
+  let tail: f64 = 0;
+  let tail1: f64 = 0;
+  let zero: i32 = 0;
+  const vmax = f64x2.splat(max);
+  const vscale = f64x2.splat(scale);
+  const vlast = f64x2.splat(LAST);
+  const one = f64x2.splat(1);
+  const k1 = f64x2.splat(-h), k2 = f64x2.splat(h * h / 2), k3 = f64x2.splat(-h * h * h / 6);
+  const k4 = f64x2.splat(h * h * h * h / 24), k5 = f64x2.splat(-h * h * h * h * h / 120);
+  const k6 = f64x2.splat(h * h * h * h * h * h / 720);
+  const g1 = f64x2.splat(-g), g2 = f64x2.splat(g * g / 2), g3 = f64x2.splat(-g * g * g / 6);
+  const g4 = f64x2.splat(g * g * g * g / 24), g5 = f64x2.splat(-g * g * g * g * g / 120);
+  const g6 = f64x2.splat(g * g * g * g * g * g / 720);
+  for (let p = logitsAt, end = logitsAt + (<usize>padded << 2); p < end; p += 16) {
+    const v = v128.load(p);
+    const slo = f64x2.mul(f64x2.sub(vmax, f64x2.promote_low_f32x4(v)), vscale);
+    const shi = f64x2.mul(f64x2.sub(vmax, f64x2.promote_low_f32x4(v128.shuffle<u32>(v, v, 2, 3, 0, 1))), vscale);
+    if (i64x2.all_true(v128.and(f64x2.lt(slo, vlast), f64x2.lt(shi, vlast)))) {
+      const blo = f64x2.floor(slo);
+      const bhi = f64x2.floor(shi);
+      const flo = f64x2.sub(slo, blo);
+      const fhi = f64x2.sub(shi, bhi);
+      let qlo = f64x2.add(f64x2.mul(k6, flo), k5);
+      let qhi = f64x2.add(f64x2.mul(k6, fhi), k5);
+      let rlo = f64x2.add(f64x2.mul(g6, flo), g5);
+      let rhi = f64x2.add(f64x2.mul(g6, fhi), g5);
+      qlo = f64x2.add(f64x2.mul(qlo, flo), k4);
+      qhi = f64x2.add(f64x2.mul(qhi, fhi), k4);
+      rlo = f64x2.add(f64x2.mul(rlo, flo), g4);
+      rhi = f64x2.add(f64x2.mul(rhi, fhi), g4);
+      qlo = f64x2.add(f64x2.mul(qlo, flo), k3);
+      qhi = f64x2.add(f64x2.mul(qhi, fhi), k3);
+      rlo = f64x2.add(f64x2.mul(rlo, flo), g3);
+      rhi = f64x2.add(f64x2.mul(rhi, fhi), g3);
+      qlo = f64x2.add(f64x2.mul(qlo, flo), k2);
+      qhi = f64x2.add(f64x2.mul(qhi, fhi), k2);
+      rlo = f64x2.add(f64x2.mul(rlo, flo), g2);
+      rhi = f64x2.add(f64x2.mul(rhi, fhi), g2);
+      qlo = f64x2.add(f64x2.mul(qlo, flo), k1);
+      qhi = f64x2.add(f64x2.mul(qhi, fhi), k1);
+      rlo = f64x2.add(f64x2.mul(rlo, flo), g1);
+      rhi = f64x2.add(f64x2.mul(rhi, fhi), g1);
+      qlo = f64x2.add(f64x2.mul(qlo, flo), one);
+      qhi = f64x2.add(f64x2.mul(qhi, fhi), one);
+      rlo = f64x2.add(f64x2.mul(rlo, flo), one);
+      rhi = f64x2.add(f64x2.mul(rhi, fhi), one);
+      const ilo = i32x4.trunc_sat_f64x2_s_zero(blo);
+      const ihi = i32x4.trunc_sat_f64x2_s_zero(bhi);
+      const b0 = i32x4.extract_lane(ilo, 0), b1 = i32x4.extract_lane(ilo, 1);
+      const b2 = i32x4.extract_lane(ihi, 0), b3 = i32x4.extract_lane(ihi, 1);
+      addTo(b0, f64x2.extract_lane(qlo, 0));
+      addTo(b1, f64x2.extract_lane(qlo, 1));
+      addTo(b2, f64x2.extract_lane(qhi, 0));
+      addTo(b3, f64x2.extract_lane(qhi, 1));
+      addTo1(b0, f64x2.extract_lane(rlo, 0));
+      addTo1(b1, f64x2.extract_lane(rlo, 1));
+      addTo1(b2, f64x2.extract_lane(rhi, 0));
+      addTo1(b3, f64x2.extract_lane(rhi, 1));
+    } else {
+      for (let j: usize = 0; j < 16; j += 4) {
+        const x = <f64>load<f32>(p + j);
+        const s = (max - x) * scale;
+        if (s < LAST) {
+          const b = <i32>s;
+          const f = s - <f64>b;
+          addTo(b, 1 + f * (-h + f * (h * h / 2 + f * (-h * h * h / 6 + f * (h * h * h * h / 24
+            + f * (-h * h * h * h * h / 120 + f * (h * h * h * h * h * h / 720)))))));
+          addTo1(b, 1 + f * (-g + f * (g * g / 2 + f * (-g * g * g / 6 + f * (g * g * g * g / 24
+            + f * (-g * g * g * g * g / 120 + f * (g * g * g * g * g * g / 720)))))));
+        } else {
+          const w = Math.exp((x - max) * invT);
+          if (w > 0) tail += w;
+          else zero++;
+          tail1 += Math.exp(x - max);
+        }
+      }
+    }
+  }
+  total1 = scaleBuckets(mass1At, g) + tail1;
+  const total = scaleBuckets(massAt, h);
+  store<f64>(massAt + (<usize>(BUCKETS - 1) << 3), tail);
+  zeroCount = zero;
+  return total + tail;
 }
