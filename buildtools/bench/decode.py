@@ -178,7 +178,8 @@ def decode_bench(page: Any, model: str, device: str, hub: str | None, tokens: in
 
 SAMPLING_SCRIPT = """
 async ([vocab, repeats]) => {
-  const { Sampler } = await import('/worker/sampling/index.js');
+  const { Sampler, kernelReady } = await import('/worker/sampling/index.js');
+  const kernel = await kernelReady;  // what the worker's Samplers use (null: the JS path)
   // a fixed pseudo-random normal sample (so every run weighs the same logits)
   let s = 12345;
   const rand = () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296);
@@ -199,11 +200,14 @@ async ([vocab, repeats]) => {
                  presence_penalty: 0.3, logit_bias: [[5, 2], [9, -100]], logprobs: true, top_logprobs: 20},
   };
   const sequence = Array.from({length: 512}, (_, i) => (i * 7919) % vocab);
-  const out = {};
-  for (const [shape, logits] of Object.entries(shapes)) {
-    out[shape] = {};
+  const out = {path: new Sampler({temperature: 1, top_k: 0, top_p: 1, seed: 1}).path, ms_per_token: {},
+               js_ms_per_token: {}};
+  for (const [path, use] of [["ms_per_token", kernel], ["js_ms_per_token", null]]) {
+   if (path === "js_ms_per_token" && !kernel) continue;
+   for (const [shape, logits] of Object.entries(shapes)) {
+    out[path][shape] = {};
     for (const [knob, k] of Object.entries(knobs)) {
-      const sampler = new Sampler({top_k: 0, top_p: 1, seed: 1, ...k});
+      const sampler = new Sampler({top_k: 0, top_p: 1, seed: 1, ...k}, null, use);
       for (let i = 0; i < 20; i++) sampler.choose(logits, sequence);
       const times = [];
       for (let i = 0; i < repeats; i++) {
@@ -212,14 +216,17 @@ async ([vocab, repeats]) => {
         times.push(performance.now() - t);
       }
       times.sort((a, b) => a - b);
-      out[shape][knob] = times[times.length >> 1];
+      out[path][shape][knob] = times[times.length >> 1];
     }
+   }
   }
+  if (!kernel) delete out.js_ms_per_token;
   return out;
 }
 """
 
 
 def sampling_bench(page: Any, vocab: int = 151_936, repeats: int = 100) -> dict[str, Any]:
-    """Milliseconds per token of worker/sampling/ alone (median), by knob and distribution shape."""
-    return {"vocab": vocab, "ms_per_token": page.evaluate(SAMPLING_SCRIPT, [vocab, repeats])}
+    """Milliseconds per token of worker/sampling/ alone (median), by knob and distribution shape, on the
+    path the worker takes (``path``: "wasm", the kernel, or "js"), and on the JS path when that is the kernel."""
+    return {"vocab": vocab, **page.evaluate(SAMPLING_SCRIPT, [vocab, repeats])}

@@ -13,6 +13,7 @@ from ..deps.lang_data import ensure_lang_data
 from ..deps.skill_packages import write_packages
 from ..models.cache import build_hub_models, build_models
 from .csi_wheel import build_wheel
+from .kernel import build_kernel
 
 DIST = ROOT / "dist"
 IMPORTED = ROOT / "imported"  # model folders `python3 build.py import-gguf` made (served with the built-ins)
@@ -134,7 +135,9 @@ def build_site() -> Path:
         sync_file(NODE / module, DIST / "vendor" / "codemirror" / package / Path(module).name)
     sync_tree(ROOT / "web", DIST / "web")  # the library (what `build.py pack` ships)
     sync_tree(ROOT / "app", DIST / "app")  # the playground, which uses the library through its public names
-    sync_tree(ROOT / "worker", DIST / "worker")
+    # the worker without the kernel's AssemblyScript sources, and with the kernel they compile to
+    sync_tree(ROOT / "worker", DIST / "worker", lambda rel: rel.suffix != ".ts")
+    sync_file(build_kernel(), DIST / "worker" / "sampling" / "kernel.wasm")
     # the bench's baseline worker (transformers.js on its own), beside the bench code that loads it
     sync_tree(ROOT / "buildtools" / "bench", DIST / "bench", lambda rel: rel.suffix == ".js")
     # The example skills' sources, for the playground's skill studio: name -> file in index.json.

@@ -2,6 +2,7 @@
 // (sampler.js) runs the named steps of steps.js on each token; the math they use lives in rng.js,
 // penalties.js, selection.js (temperature, top-k, top-p, the draw) and logprobs.js.
 
+export { Kernel, SIMD, kernelReady, loadKernel, sharedKernel, useKernel } from "./kernel.js";
 export { MIN_LOGPROB, logprobs } from "./logprobs.js";
 export { processLogits } from "./penalties.js";
 export { Rng, makeRng } from "./rng.js";

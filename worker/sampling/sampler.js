@@ -1,5 +1,6 @@
 // A request's sampling: its state, and the steps (steps.js) run on each token's logits.
 
+import { sharedKernel } from "./kernel.js";
 import { makeRng } from "./rng.js";
 import { PIPELINE, StepState } from "./steps.js";
 
@@ -7,6 +8,7 @@ import { PIPELINE, StepState } from "./steps.js";
 /** @typedef {import("./params.js").Choice} Choice */
 /** @typedef {import("../grammar.js").Grammars} Grammars */
 /** @typedef {import("../grammar.js").GrammarSpec} GrammarSpec */
+/** @typedef {import("./kernel.js").Kernel} Kernel */
 
 /**
  * Per-request sampling state: parameters, generator, counts of generated tokens, and the grammar
@@ -16,13 +18,19 @@ export class Sampler {
   /**
    * @param {SamplingParams} params
    * @param {Grammars|null} [grammars] the model's, when `params.grammar` is set
+   * @param {Kernel|null} [kernel] the WebAssembly kernel the steps run on (null: the JS path)
    */
-  constructor(params, grammars = null) {
+  constructor(params, grammars = null, kernel = sharedKernel()) {
     this.params = params;
     this.grammars = params.grammar ? grammars : null;
-    this.state = new StepState(params, makeRng(params.seed));
+    this.state = new StepState(params, makeRng(params.seed), kernel);
     /** seconds the last choice spent on penalties and on the bias (the rest is the draw and logprobs) */
     this.timing = this.state.timing;
+  }
+
+  /** Which path chooses the tokens: "wasm" (the kernel) or "js". */
+  get path() {
+    return this.state.kernel ? "wasm" : "js";
   }
 
   get constrained() {

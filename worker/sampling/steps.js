@@ -3,12 +3,14 @@
 // writes one StepState, made once per request and reused on every token (no allocation per step).
 
 import { applyBitmask } from "../grammar.js";
+import { drawOnKernel, logprobsOnKernel } from "./kernel_draw.js";
 import { logprobs as logprobsOf } from "./logprobs.js";
 import { biasInPlace, changesLogits, penalizeInPlace, scratchCopy } from "./penalties.js";
 import { draw as drawToken } from "./selection.js";
 
 /** @typedef {import("./params.js").SamplingParams} SamplingParams */
 /** @typedef {import("./rng.js").Rng} Rng */
+/** @typedef {import("./kernel.js").Kernel} Kernel */
 
 /** Marks a step error that is the request's grammar's fault (Python makes it a typed error). */
 export const GRAMMAR_ERROR = "[grammar] ";
@@ -22,10 +24,11 @@ const NO_SEQUENCE = [];
 
 /** What the steps of one request share: its parameters and generator, and the current token's work. */
 export class StepState {
-  /** @param {SamplingParams} params @param {Rng} rng */
-  constructor(params, rng) {
+  /** @param {SamplingParams} params @param {Rng} rng @param {Kernel|null} kernel the WebAssembly kernel, else JS */
+  constructor(params, rng, kernel) {
     this.params = params;
     this.rng = rng;
+    this.kernel = kernel;
     /** whether penalties or bias change the logits (else `penalize` and `bias` leave them alone) */
     this.changes = changesLogits(params);
     /** @type {Map<number, number>} how often each token was chosen in this choice */
@@ -76,7 +79,7 @@ const STEPS = {
   penalize(s) {
     const t = performance.now();
     if (s.changes) {
-      s.logits = scratchCopy(s.logits);
+      s.logits = s.kernel ? s.kernel.load(s.logits) : scratchCopy(s.logits);
       penalizeInPlace(s.logits, s.params, s.sequence, s.counts);
     }
     s.timing.penalty = (performance.now() - t) / 1000;
@@ -96,7 +99,13 @@ const STEPS = {
 
   /** Temperature, top-k, top-p and the draw (selection.js). @param {StepState} s */
   draw(s) {
-    const { token, lse } = drawToken(s.logits, s.params, s.rng);
+    const k = s.kernel;
+    let drawn = null;
+    if (k && s.params.temperature > 0) {
+      s.logits = k.load(s.logits);
+      drawn = drawOnKernel(k, s.logits, s.params, s.rng);
+    }
+    const { token, lse } = drawn ?? drawToken(s.logits, s.params, s.rng);
     s.token = token;
     s.lse = lse;
   },
@@ -121,7 +130,9 @@ const STEPS = {
   logprobs(s) {
     const p = s.params;
     if (!p.logprobs) return;
-    const r = logprobsOf(s.logits, s.token, p.top_logprobs ?? 0, Number.isNaN(s.lse) ? undefined : s.lse);
+    const lse = Number.isNaN(s.lse) ? undefined : s.lse;
+    const top = p.top_logprobs ?? 0;
+    const r = (s.kernel && logprobsOnKernel(s.kernel, s.logits, s.token, top, lse)) ?? logprobsOf(s.logits, s.token, top, lse);
     s.logprob = r.logprob;
     s.top = r.top;
   },
