@@ -233,8 +233,8 @@ REAL_MODEL = "smollm2-135m-instruct"
 PREFILL_REPEATS = 65
 
 
-SECTIONS = ("sampling", "decode", "speculative", "webgpu", "embeddings", "extras", "startup", "index", "memory",
-            "remote", "package")
+SECTIONS = ("sampling", "decode", "speculative", "prompt_cache", "webgpu", "embeddings", "extras", "startup", "index",
+            "memory", "remote", "package")
 
 
 def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -> int:
@@ -249,6 +249,7 @@ def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -
     from .gpu import run_webgpu_bench
     from .memory import memory_bench
     from .package import package_bench
+    from .prompt_cache import prompt_cache_bench
     from .remote import remote_bench
     from .speculative import speculative_bench
     from .startup import startup_bench
@@ -293,6 +294,9 @@ def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -
             if "speculative" in wanted:
                 log(f"bench: speculative decoding on {REAL_MODEL} (WASM)")
                 result["speculative"] = speculative_bench(page_of(), REAL_MODEL)
+            if "prompt_cache" in wanted:
+                log(f"bench: a conversation going on after a reload, with its kept cache, on {REAL_MODEL} (WASM)")
+                result["prompt_cache"] = prompt_cache_bench(page_of(), REAL_MODEL)
             if "webgpu" in wanted:
                 log("bench: tiny-chat on WebGPU")
                 result["decode_webgpu_swiftshader"] = [decode_bench(page_of(), "tiny-chat", "webgpu", None, 32, 3)]
