@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.browser import EnginePage, boot_engine, open_engine_page
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, EnginePage, boot_engine, open_engine_page
 
 pytestmark = pytest.mark.browser
 MODEL = "tiny-chat"
@@ -137,3 +137,19 @@ def test_another_tab_starts_from_the_cache_this_one_kept(page: EnginePage, site_
     assert again["usage"]["extra"]["prompt_cache_tokens"] == first["usage"]["prompt_tokens"] - 1
     assert again["choices"][0]["token_ids"] == first["choices"][0]["token_ids"]
     assert page.foreign_requests() == []
+
+
+@pytest.mark.webgpu
+def test_on_webgpu_the_cache_read_back_from_the_gpu_serves_the_next_visit(playwright: Any, site_url: str) -> None:
+    gpu = playwright.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, "--enable-unsafe-webgpu"])
+    ep = open_engine_page(gpu, site_url, [MODEL], "webgpu")
+    try:
+        ep.ok("await engine.cache.clear(); await engine.cache.configure({min_tokens: 8});")
+        first = ask(ep, MESSAGES)
+        assert [e["tokens"] for e in entries(ep)] == [first["usage"]["total_tokens"] - 1]
+        boot_engine(ep.page, site_url, [MODEL], "webgpu")
+        again = ask(ep, MESSAGES)
+        assert again["usage"]["extra"]["prompt_cache_tokens"] == first["usage"]["prompt_tokens"] - 1
+        assert again["choices"][0]["token_ids"] == first["choices"][0]["token_ids"]
+    finally:
+        gpu.close()
