@@ -10,9 +10,10 @@
  * @typedef {{token: string, logprob: number, bytes: number[], top_logprobs: Array<{token: string, logprob: number, bytes: number[]}>}} TokenLogprob
  * @typedef {{prompt_tokens: number, completion_tokens: number, cached_tokens: number,
  *   ttft_s: number, e2e_s: number, tokens_per_s: number, served_by?: "local"|"remote", server?: string,
- *   draft_tokens?: number, accepted_draft_tokens?: number}} Stats
+ *   draft_tokens?: number, accepted_draft_tokens?: number, prompt_cache_tokens?: number}} Stats
  *   `served_by` who wrote the reply: this browser, or the server at `server` (a base URL);
- *   `draft_tokens`, `accepted_draft_tokens`: speculative decoding's drafts, and those kept
+ *   `draft_tokens`, `accepted_draft_tokens`: speculative decoding's drafts, and those kept;
+ *   `prompt_cache_tokens`: the cached prompt tokens that came from a cache kept beyond the page
  * @typedef {{name: string, message: string, param: string|null}} ErrorInfo
  * @typedef {object} Node one message
  * @property {string} id

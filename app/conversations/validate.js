@@ -94,9 +94,10 @@ function message(v, path) {
   if ("finish" in o) need(FINISHES.includes(/** @type {any} */ (o.finish)), `${path}.finish`, "must be stop, length, abort, tool_calls or null");
   if ("stats" in o) {
     const keys = ["prompt_tokens", "completion_tokens", "cached_tokens", "ttft_s", "e2e_s", "tokens_per_s"];
-    const s = record(o.stats, `${path}.stats`, keys, ["served_by", "server", "draft_tokens", "accepted_draft_tokens"]);
+    const s = record(o.stats, `${path}.stats`, keys, ["served_by", "server", "draft_tokens", "accepted_draft_tokens",
+      "prompt_cache_tokens"]);
     for (const k of keys) number(s[k], `${path}.stats.${k}`, 0);
-    for (const k of ["draft_tokens", "accepted_draft_tokens"]) if (k in s) number(s[k], `${path}.stats.${k}`, 0);
+    for (const k of ["draft_tokens", "accepted_draft_tokens", "prompt_cache_tokens"]) if (k in s) number(s[k], `${path}.stats.${k}`, 0);
     if ("served_by" in s) need(s.served_by === "local" || s.served_by === "remote", `${path}.stats.served_by`, "must be local or remote");
     if ("server" in s) text(s.server, `${path}.stats.server`, 2000);
   }

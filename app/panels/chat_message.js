@@ -32,7 +32,7 @@ export function metaText(node) {
     `total ${(s.e2e_s).toFixed(2)} s`,
     // llama-cpp-python's streams carry no usage: 0 prompt tokens from a server means "not said"
     s.served_by === "remote" && !s.prompt_tokens ? "prompt size not reported"
-      : `prompt ${s.prompt_tokens} (${s.cached_tokens} cached)`,
+      : `prompt ${s.prompt_tokens} (${s.cached_tokens} cached${s.prompt_cache_tokens ? ", kept from an earlier visit" : ""})`,
   ] : [];
   if (node.finish) parts.push(node.finish === "abort" ? "stopped" : node.finish);
   return parts.join(" · ");

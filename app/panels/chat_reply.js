@@ -27,6 +27,7 @@ export function statsOf(usage) {
     ...(x?.served_by === "remote" ? { served_by: "remote", ...(x.server ? { server: x.server } : {}) }
       : x?.served_by === "local" ? { served_by: "local" } : {}),
     ...(x?.draft_tokens ? { draft_tokens: x.draft_tokens, accepted_draft_tokens: x.accepted_draft_tokens ?? 0 } : {}),
+    ...(x?.prompt_cache_tokens ? { prompt_cache_tokens: x.prompt_cache_tokens } : {}),
   };
 }
 

@@ -5,12 +5,21 @@ file, or whose payload was cut short, is never used; the budget evicts the least
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, EnginePage, boot_engine, open_engine_page
+from tests.support.browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    LOCAL_PREFIXES,
+    EnginePage,
+    boot_engine,
+    open_engine_page,
+    tracked_context,
+)
 
 pytestmark = pytest.mark.browser
 MODEL = "tiny-chat"
@@ -153,3 +162,39 @@ def test_on_webgpu_the_cache_read_back_from_the_gpu_serves_the_next_visit(playwr
         assert again["choices"][0]["token_ids"] == first["choices"][0]["token_ids"]
     finally:
         gpu.close()
+
+
+KEPT = """async () => {
+  const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle('csi-prompt-cache', {create: true});
+  for await (const name of dir.keys()) if (name.endsWith('.json')) return true;
+  return false;
+}"""
+
+
+def test_a_playground_conversation_goes_on_after_a_reload_from_its_kept_cache(browser: Any, site_url: str) -> None:
+    """A person chats with the real model, reloads the page, and asks again in the same conversation:
+    the reply's line says its prompt came from the cache kept before the reload."""
+    context, requests = tracked_context(browser)
+    page = context.new_page()
+    page.set_default_timeout(300_000)
+    try:
+        url = site_url + "index.html?model=smollm2-135m-instruct&max_tokens=48&temperature=0"
+        page.goto(url)
+        page.wait_for_selector("body[data-ready='true']")
+        page.fill("#prompt", "Give me three tips for keeping a small garden healthy in summer.")
+        page.click("#send")
+        first = page.wait_for_selector(".message.assistant[data-done='true']")
+        assert "kept from an earlier visit" not in first.query_selector(".meta").inner_text()
+        page.wait_for_function(KEPT)  # written in the background: a reload sooner would leave nothing kept
+        page.reload()
+        page.wait_for_selector("body[data-ready='true']")
+        page.wait_for_selector(".message.assistant[data-done='true']")  # the conversation, from storage
+        page.fill("#prompt", "And in winter?")
+        page.click("#send")
+        page.wait_for_selector(".message.assistant[data-done='true'] >> nth=1")
+        meta = page.locator(".message.assistant[data-done='true']").nth(1).locator(".meta").inner_text()
+        cached = int(re.search(r"\((\d+) cached, kept from an earlier visit\)", meta).group(1))  # type: ignore[union-attr]
+        assert cached > 40, meta
+        assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
+    finally:
+        context.close()
