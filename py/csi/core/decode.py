@@ -11,6 +11,7 @@ from typing import Any, Literal, Protocol, cast
 from .backend import Decoding, ModelInfo, PromptCaching, StepResult, Tokenizers, Verifying
 from .detokenize import ByteDecoder, IncrementalDecoder
 from .drafts import DraftLength, PromptLookup
+from .model_drafts import LONGEST, START, ModelDrafts
 from .request import GenerationParams
 from .stop_text import StopMatcher
 from .token_bytes import TokenBytes
@@ -114,13 +115,15 @@ async def decode(
     cancelled: Callable[[], bool] = lambda: False,
     token_bytes: TokenBytes | None = None,
     stopper: Stopper | None = None,
+    drafter: ModelDrafts | None = None,
 ) -> AsyncIterator[TextDelta]:
     """Yield the reply to ``prompt_ids`` piece by piece; ``stats`` says how it ended.
 
     The backend keeps what it can of its KV cache for the prompt; only the rest is processed.
     Every generated token id is yielded once; text held back (stop-sequence prefixes, incomplete
     characters) comes with a later delta. The caller must hold the model's lock and have called
-    ``set_sampling`` (or ``next_choice``). ``stopper`` replaces the stop-sequence matcher.
+    ``set_sampling`` (or ``next_choice``). ``stopper`` replaces the stop-sequence matcher. ``drafter``
+    (a draft model, whose lock the caller holds too) drafts in place of the context.
     """
     stats.started = time.perf_counter()
     stats.prompt_tokens = len(prompt_ids)
@@ -142,18 +145,26 @@ async def decode(
     unsent = 0
     steps: list[StepResult] = []
     verifier = backend if params.speculative and hasattr(backend, "verify") else None
-    lookup = PromptLookup(prompt_ids) if verifier is not None else None
-    lengths = DraftLength()
+    lookup = PromptLookup(prompt_ids) if verifier is not None and drafter is None else None
+    if drafter is not None and verifier is not None:
+        drafter.extend(prompt_ids)
+    else:
+        drafter = None
+    lengths = DraftLength(START, LONGEST) if drafter is not None else DraftLength()
     done = False
     while not done and stats.completion_tokens < limit:
         if cancelled():
             finish = "abort"
             break
         drafts: list[int] = []
-        if lookup is not None:
-            room = min(limit - stats.completion_tokens, model.context_length - len(lookup.tokens)) - 1
+        context: PromptLookup | ModelDrafts | None = lookup or drafter
+        if context is not None:
+            room = min(limit - stats.completion_tokens, model.context_length - len(context.tokens)) - 1
             wanted = min(lengths.wanted(), room) if room > 0 else 0
-            drafts = lookup.propose(wanted) if wanted > 0 else []
+            if wanted > 0 and lookup is not None:
+                drafts = lookup.propose(wanted)
+            elif wanted > 0 and drafter is not None:
+                drafts = await drafter.propose(wanted)
         if drafts:
             results = await cast(Verifying, verifier).verify(model.model_id, feed, drafts)
             lengths.update(len(drafts), len(results) - 1)
@@ -182,8 +193,8 @@ async def decode(
             if stopper.stopped:
                 finish, done = "stop", True
                 break
-            if lookup is not None:
-                lookup.extend((result.token,))
+            if context is not None:
+                context.extend((result.token,))
         feed = [results[-1].token]
     tail = "" if stopper.stopped else stopper.push(decoder.flush()) + stopper.flush()
     if tail or unsent < len(stats.token_ids):

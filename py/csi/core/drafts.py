@@ -52,8 +52,9 @@ class DraftLength:
     """How many tokens to draft: more while all are accepted, fewer after a miss; after drafts that
     all missed, none for a while (longer each time), so free text where lookups miss costs little."""
 
-    def __init__(self) -> None:
-        self.length = START
+    def __init__(self, start: int = START, longest: int = MAX_LENGTH) -> None:
+        self.length = start
+        self.longest = longest
         self.cooldown = 0
         self._misses = 0
         self.drafted = 0
@@ -70,7 +71,7 @@ class DraftLength:
         self.drafted += drafted
         self.accepted += accepted
         if accepted == drafted:
-            self.length = min(MAX_LENGTH, self.length * 2)
+            self.length = min(self.longest, self.length * 2)
             self._misses = 0
         elif accepted == 0:
             self.length = max(MIN_LENGTH, self.length // 2)

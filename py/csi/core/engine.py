@@ -20,6 +20,7 @@ from .scheduler import Scheduler
 from .scope import Scope
 
 MAX_MODELS = 8
+DRAFT_PARAM = "extra_body.draft_model"
 
 HUB_URL = re.compile(r"https?://[^\s/?#]+(/[^\s?#]*)?", re.ASCII)  # a Hub mirror's base URL (length apart)
 
@@ -201,4 +202,16 @@ class Engine:
         """Accept ``request``: resolve the model, check the parameters against it, render the prompt
         and check it against the context window. Iterate the result to run it."""
         model = self.resolve_model(request.model, "chat")
-        return self._runners[model.model_id].accept(request, scope)
+        runner = self._runners[model.model_id]
+        draft = request.params.draft_model
+        if draft is None:
+            return runner.accept(request, scope)
+        drafter = self._runners.get(self.resolve_model(draft, "chat").model_id)
+        if not isinstance(runner, LocalRunner) or not isinstance(drafter, LocalRunner) or drafter is runner:
+            raise InvalidInputError(
+                f"{draft!r} cannot draft for {model.model_id!r}: a draft model is another chat model, and both run "
+                "here (not on a server)", DRAFT_PARAM)
+        if not runner.same_vocabulary(drafter):
+            raise InvalidInputError(f"{draft!r} cannot draft for {model.model_id!r}: their vocabularies differ",
+                                    DRAFT_PARAM)
+        return runner.accept(request, scope, drafter.info)

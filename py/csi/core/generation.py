@@ -96,6 +96,8 @@ class Generation:
         self.tool_format = tool_format
         """Set when the reply may hold tool calls in its text (tools given, ``tool_choice`` not ``none``)."""
         self.served: Mapping[str, str] = served or {}
+        self.draft: ModelInfo | None = None
+        """A model here that drafts tokens for this one (``extra_body.draft_model``)."""
 
     def tool_parser(self) -> ToolCallParser | None:
         """A parser for one choice's text, when the reply may hold tool calls."""

@@ -9,10 +9,11 @@ from dataclasses import replace
 from typing import cast
 
 from ..errors import ContextWindowExceededError, CsiError, InvalidInputError
-from .backend import Backend, Embeddings, ModelInfo
+from .backend import Backend, Embeddings, ModelInfo, SamplingParams
 from .decode import GenerationStats, decode
 from .generation import ChoiceEvent, Generation, PromptInsides
 from .grammar import GrammarError, compiler_message
+from .model_drafts import ModelDrafts
 from .prompt import render_prompt
 from .request import GenerationRequest
 from .scheduler import Scheduler
@@ -105,12 +106,22 @@ class LocalRunner:
 
     # ---- generation --------------------------------------------------------------------------------
 
-    def accept(self, request: GenerationRequest, scope: Scope | None) -> Generation:
+    def same_vocabulary(self, other: LocalRunner) -> bool:
+        """Whether ``other`` reads and writes the same tokens (a draft model for this one)."""
+        mine, theirs = self._table, other._table
+        if mine is None or theirs is None:
+            return False
+        return self.info.vocab_size == other.info.vocab_size and mine.table == theirs.table
+
+    def accept(self, request: GenerationRequest, scope: Scope | None, draft: ModelInfo | None = None) -> Generation:
+        """``draft``: a loaded model with the same vocabulary that drafts tokens (its greedy choices)."""
         ids, params, tool_format = render_prompt(self._backend, self.info, request)
         params = replace(params, sampling=params.sampling.resolved(self.info.sampling, params.face_defaults))
-        return Generation(self._run, model=self.info, prompt_ids=ids, params=params, n=request.n, scope=scope,
-                          token_bytes=self.token_bytes, token_text=self._byte_text, tools=request.tools,
-                          tool_format=tool_format)
+        gen = Generation(self._run, model=self.info, prompt_ids=ids, params=params, n=request.n, scope=scope,
+                         token_bytes=self.token_bytes, token_text=self._byte_text, tools=request.tools,
+                         tool_format=tool_format)
+        gen.draft = draft
+        return gen
 
     def _byte_text(self, token: int) -> str:
         return self.token_bytes(token).decode("utf-8", "replace")
@@ -134,37 +145,45 @@ class LocalRunner:
         (later choices reuse the prompt). ``interrupt()`` and ``abort(request_id)`` end the running
         choice with ``abort`` and skip the rest.
         """
-        model_id, n, scope = self.info.model_id, gen.n, gen.scope
+        model_id, n, scope, draft = self.info.model_id, gen.n, gen.scope, gen.draft
         key, cancelled = self._turns.watch(scope)
+        # both models' turns, taken in one order whatever drafts for what (no two requests wait on each other)
+        turns = sorted({model_id} | ({draft.model_id} if draft and gen.params.speculative else set()))
+        held: list[str] = []
         try:
-            if not await self._turns.acquire(model_id, key, cancelled, scope):
-                for index in range(n):  # cut before it started
-                    yield ChoiceEvent(index, None, GenerationStats(prompt_tokens=len(gen.prompt_ids),
-                                                                   finish_reason="abort"))
-                return
-            try:
-                grammar_init_s = await self._compile(gen)
-                self._backend.set_sampling(model_id, gen.params.sampling)
-                for index in range(n):
-                    if index:
-                        self._backend.next_choice(model_id)
-                    stats = GenerationStats(grammar_init_s=grammar_init_s if index == 0 else None)
-                    try:
-                        async for delta in decode(self._backend, self.info, gen.prompt_ids, gen.params, stats,
-                                                  cancelled=cancelled, token_bytes=self._table,
-                                                  stopper=gen.stopper()):
-                            yield ChoiceEvent(index, delta, stats)
-                    except GrammarError as exc:
-                        grammar = gen.params.sampling.grammar
-                        raise InvalidInputError(compiler_message(str(exc)),
-                                                grammar.param if grammar else None) from None
-                    yield ChoiceEvent(index, None, stats)
-                    if stats.finish_reason == "abort":
-                        for rest in range(index + 1, n):
-                            yield ChoiceEvent(rest, None, GenerationStats(prompt_tokens=len(gen.prompt_ids),
-                                                                          finish_reason="abort"))
-                        break
-            finally:
-                self._turns.release(model_id)
+            for turn in turns:
+                if not await self._turns.acquire(turn, key, cancelled, scope):
+                    for index in range(n):  # cut before it started
+                        yield ChoiceEvent(index, None, GenerationStats(prompt_tokens=len(gen.prompt_ids),
+                                                                       finish_reason="abort"))
+                    return
+                held.append(turn)
+            grammar_init_s = await self._compile(gen)
+            self._backend.set_sampling(model_id, gen.params.sampling)
+            if len(turns) > 1 and draft is not None:
+                self._backend.set_sampling(draft.model_id, SamplingParams(temperature=0.0))
+            for index in range(n):
+                if index:
+                    self._backend.next_choice(model_id)
+                stats = GenerationStats(grammar_init_s=grammar_init_s if index == 0 else None)
+                try:
+                    drafter = None if len(turns) == 1 or draft is None else ModelDrafts(
+                        self._backend, draft.model_id, draft.context_length)
+                    async for delta in decode(self._backend, self.info, gen.prompt_ids, gen.params, stats,
+                                              cancelled=cancelled, token_bytes=self._table,
+                                              stopper=gen.stopper(), drafter=drafter):
+                        yield ChoiceEvent(index, delta, stats)
+                except GrammarError as exc:
+                    grammar = gen.params.sampling.grammar
+                    raise InvalidInputError(compiler_message(str(exc)),
+                                            grammar.param if grammar else None) from None
+                yield ChoiceEvent(index, None, stats)
+                if stats.finish_reason == "abort":
+                    for rest in range(index + 1, n):
+                        yield ChoiceEvent(rest, None, GenerationStats(prompt_tokens=len(gen.prompt_ids),
+                                                                      finish_reason="abort"))
+                    break
         finally:
+            for turn in reversed(held):
+                self._turns.release(turn)
             self._turns.done(key, scope)

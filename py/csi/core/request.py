@@ -92,6 +92,9 @@ class GenerationParams:
     speculative: bool = True
     """Draft tokens from the context and verify them in one pass where the backend can
     (``core.drafts``); the output is the same either way."""
+    draft_model: str | None = None
+    """A loaded chat model with the same vocabulary that drafts the tokens instead (its greedy
+    choices); the output is the same either way."""
 
 
 @dataclass(frozen=True)

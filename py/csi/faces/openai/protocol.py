@@ -55,6 +55,9 @@ class ExtraBody(Strict):
     speculative: bool | None = None
     """csi-web's: ``false`` decodes one token per forward pass, without drafts from the context
     (speculative decoding never changes the output; this is for measuring it)."""
+    draft_model: Annotated[str, Field(min_length=1, max_length=256)] | None = None
+    """csi-web's: a loaded chat model with the same vocabulary (a smaller one of the family) drafts
+    the tokens, in place of the context; the output is the same."""
 
 
 Metadata = Annotated[dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=512)]],
@@ -283,6 +286,7 @@ def _generation_params(req: ChatCompletionRequest | CompletionRequest, top_logpr
         ignore_eos=bool(req.ignore_eos),
         latency_breakdown=bool(req.extra_body and req.extra_body.enable_latency_breakdown),
         speculative=not (req.extra_body and req.extra_body.speculative is False),
+        draft_model=req.extra_body.draft_model if req.extra_body else None,
     )
 
 
