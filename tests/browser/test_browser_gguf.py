@@ -16,7 +16,7 @@ import pytest
 from tests.support.browser import EnginePage, boot_engine, tracked_context
 from tests.support.paths import DIST
 from tests.support.prompts import PROMPTS
-from tests.support.smollm2_reference import GGUF, WHEEL, greedy_ids, hf_tokenizer
+from tests.support.smollm2_reference import GGUF, MODEL, WHEEL, greedy_ids, hf_tokenizer
 from tests.support.tiny_families import FAMILIES, make_family_model
 
 pytestmark = pytest.mark.browser
@@ -199,6 +199,28 @@ def test_a_big_q4_k_m_file_loads_within_the_memory_bound_and_decodes(
     print(f"{shape}-shape Q4_K_M memory:", {k: v for k, v in stats.items() if k.endswith("bytes")})
     assert stats["ort_wasm_bytes"] < ORT_BOUNDS[shape], stats
     ep.ok("await engine.reload('tiny-chat');")
+
+
+def test_the_file_held_as_int8_drafts_for_the_built_in_model(gguf_page: EnginePage) -> None:
+    """The same SmolLM2 file twice: built in (float32) and opened in the page under a budget of 0 (int8,
+    its logits a little off). The int8 copy drafts (`extra_body.draft_model`) and the float32 model
+    checks: the reply is plain decoding's, some drafts kept and some rejected."""
+    ep = gguf_page
+    ep.ok("engine.config.ggufMemoryBudget = 0; await engine.reload(arg);", [MODEL, SMOLLM2], timeout=600_000)
+    try:
+        question = "Write a haiku about the sea, then explain it in two sentences."
+        replies = [ep.ok("""return await engine.chat.completions.create({model: arg.model, max_tokens: 48,
+                             temperature: 0, return_token_ids: true, messages: [{role: 'user', content: arg.q}],
+                             extra_body: arg.extra});""",
+                         {"model": MODEL, "q": question, "extra": extra}, timeout=300_000)
+                   for extra in ({"speculative": False}, {"draft_model": SMOLLM2})]
+        plain, drafted = replies
+        assert drafted["choices"][0]["token_ids"] == plain["choices"][0]["token_ids"]
+        extra = drafted["usage"]["extra"]
+        print("int8 drafts for float32:", extra)
+        assert extra["draft_tokens"] > extra["accepted_draft_tokens"] > 0
+    finally:
+        ep.ok("engine.config.ggufMemoryBudget = undefined; await engine.reload('tiny-chat');")
 
 
 @pytest.fixture()
