@@ -119,16 +119,13 @@ export class WebWorkerEngine {
     this.skills = skillsApi(this.client, this.interrupts, () => this.config.skillTimeLimitMs);
     /** Tools the page provides (JS functions), which skills call: `csi.list_tools()`, `csi.invoke_tool(...)`. */
     this.tools = toolsApi(this.client);
-    /** Prompt caches kept in the browser beyond the page (a reload, another tab): list, delete, budget. */
-    this.cache = promptCacheApi(this.client);
+    this.cache = promptCacheApi(this.client); // prompt caches kept beyond the page: list, delete, budget
     /** Spin's `llm` interface (with the stop / optional max-tokens / finish-reason proposal). */
     this.llm = spinApi(this.client);
     /** The RemoteLLM service (proto3 JSON field names). */
     this.remote = remoteApi(this.client);
-    for (const api of [this.chat, this.completions, this.embeddings, this.csi, this.index, this.skills, this.tools,
-      this.llm, this.remote, this.cache]) {
-      settleOnly(api);
-    }
+    const apis = [this.chat, this.completions, this.embeddings, this.csi, this.index, this.skills, this.tools, this.llm];
+    for (const api of [...apis, this.remote, this.cache]) settleOnly(api);
     // WebLLM's MLCEngineInterface, on top of the same calls
     /** @param {ChatCompletionRequest} request */
     this.chatCompletion = (request) => this.chat.completions.create(request);

@@ -220,6 +220,7 @@ export type ExtraBody = {
   enable_thinking?: boolean | null;
   enable_latency_breakdown?: boolean | null;
   speculative?: boolean | null;
+  draft_model?: string | null;
 };
 
 export type FunctionDefinition = {

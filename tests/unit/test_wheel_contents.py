@@ -56,6 +56,7 @@ SHIPPED = {
     "core/backend.py": "the port the backends implement",
     "core/decode.py": "the decode loop",
     "core/drafts.py": "speculative decoding's drafts from the context (prompt lookup)",
+    "core/model_drafts.py": "drafts from a draft model with the same vocabulary",
     "core/detokenize.py": "incremental detokenization",
     "core/engine.py": "the engine: models, queues, cancellation",
     "core/generation.py": "what a generation hands its face",
