@@ -198,3 +198,26 @@ def test_a_playground_conversation_goes_on_after_a_reload_from_its_kept_cache(br
         assert [u for u in requests if not u.startswith(LOCAL_PREFIXES)] == []
     finally:
         context.close()
+
+
+PROMPT_API = """async ([system, question]) => {
+  const { LanguageModel } = await import('/web/prompt_api.js');
+  LanguageModel.configure({engine: window.engine, model: 'tiny-chat', maxTokens: 24});
+  const session = await LanguageModel.create({samplingMode: 'most-predictable',
+                                              initialPrompts: [{role: 'system', content: system}]});
+  return await session.prompt(question);
+}"""
+
+
+def test_a_prompt_api_session_made_anew_after_a_reload_reads_the_kept_cache(page: EnginePage, site_url: str) -> None:
+    """Chrome's Prompt API keeps no session across page loads; a page that makes the same session
+    again (its initial prompts) finds the cache the last visit kept, and gets the same answer."""
+    question = "When can I come on Saturday?"
+    first = page.page.evaluate(PROMPT_API, [SYSTEM, question])
+    before = {e["id"]: e["last_used"] for e in entries(page)}
+    assert before
+    reload(page, site_url)
+    again = page.page.evaluate(PROMPT_API, [SYSTEM, question])
+    assert again == first
+    # a cache the last visit kept was read for this session (reading one marks it used)
+    assert any(e["id"] in before and e["last_used"] > before[e["id"]] for e in entries(page))
