@@ -234,7 +234,7 @@ PREFILL_REPEATS = 65
 
 
 SECTIONS = ("sampling", "decode", "speculative", "prompt_cache", "webgpu", "embeddings", "extras", "startup", "index",
-            "memory", "remote", "package")
+            "memory", "remote", "package", "peers")
 
 
 def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -> int:
@@ -249,6 +249,7 @@ def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -
     from .gpu import run_webgpu_bench
     from .memory import memory_bench
     from .package import package_bench
+    from .peers import peers_bench
     from .prompt_cache import prompt_cache_bench
     from .remote import remote_bench
     from .speculative import speculative_bench
@@ -328,6 +329,9 @@ def run_bench(dist: Path, only: list[str] | None = None, device: str = "wasm") -
             if "package" in wanted:
                 log("bench: the npm package, and a Vite app built with it: page to first token, cold and warm")
                 result |= package_bench(p, CHROMIUM, ARGS)
+            if "peers" in wanted:
+                log(f"bench: {REAL_MODEL}'s GGUF in csi-web and in wllama, 1 thread and all threads")
+                result["peers"] = peers_bench(p, dist, CHROMIUM, ARGS)
     except Exception as exc:  # the sections measured so far are still printed, with the failure
         result["failed"] = f"{type(exc).__name__}: {exc}"
         raise
