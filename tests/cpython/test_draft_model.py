@@ -42,7 +42,7 @@ def ask(engine: Engine, prompt: str, draft: str | None, **setting: Any) -> dict[
     return run_async(chat_completion(engine, request)).model_dump()
 
 
-@pytest.mark.parametrize("setting", ["greedy", "sampled", "bias, logprobs and stop"])
+@pytest.mark.parametrize("setting", ["sampled", "bias, logprobs and stop"])  # greedy: the next test
 def test_every_reply_with_a_draft_model_is_plain_decodings(engine: Engine, setting: str) -> None:
     accepted = rejected = 0
     for prompt in [EXTRACTIVE[1], FREE[0]]:
