@@ -138,3 +138,35 @@ def test_the_cache_rolled_back_at_every_draft_position_decodes_on_as_a_fresh_one
             assert r.logprob is not None and s.logprob is not None
             assert abs(r.logprob - s.logprob) < 1e-4
             assert np.allclose([lp for _, lp in r.top], [lp for _, lp in s.top], atol=1e-4)
+
+
+def test_an_interrupt_between_two_checks_ends_the_reply_and_the_cache_serves_on(engine: Engine) -> None:
+    """``interrupt()`` once the first drafts were checked: the reply ends with ``abort`` at once, its
+    tokens plain decoding's; the next request, whose prompt the cache partly holds, is transformers'."""
+    from csi.core.request import ChatMessage, GenerationParams, GenerationRequest
+
+    prompt = EXTRACTIVE[0]
+
+    async def interrupted() -> tuple[list[int], Any]:
+        request = GenerationRequest(model=MODEL, messages=(ChatMessage("user", prompt),),
+                                    params=GenerationParams(max_tokens=MAX_TOKENS,
+                                                            sampling=SamplingParams(temperature=0)))
+        ids: list[int] = []
+        stats = None
+        async for event in engine.generate(request):
+            if event.delta is not None:
+                ids += event.delta.token_ids
+                if event.stats.drafted_tokens:
+                    engine.interrupt()
+            else:
+                stats = event.stats
+        return ids, stats
+
+    ids, stats = run_async(interrupted())
+    assert stats is not None and stats.finish_reason == "abort" and stats.drafted_tokens > 0
+    messages = [{"role": "user", "content": prompt}]
+    expected = greedy_ids(messages, MAX_TOKENS)
+    assert 0 < len(ids) < len(expected) and ids == expected[:len(ids)]
+    again = ask(engine, prompt, True, temperature=0)
+    assert again["choices"][0]["token_ids"] == expected[:len(again["choices"][0]["token_ids"])]
+    assert again["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
