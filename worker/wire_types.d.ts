@@ -640,12 +640,15 @@ export type OptionalRequest = "index_list";
 // ---- replies -------------------------------------------------------------------------------------
 
 /**
- * How long the worker's boot took, in seconds: Pyodide, the wheels, Python's imports.
+ * How long the worker's boot took, in seconds: Pyodide, the wheels, Python's imports; and
+ * whether Python started from a memory snapshot of an earlier visit (`used`), kept one for the
+ * next visits (`made`), or neither (`none`: worker/pyodide_boot.js).
  */
 export type BootTimings = {
   pyodide_s: number;
   wheels_s: number;
   imports_s: number;
+  pyodide_snapshot: "used" | "made" | "none";
 };
 
 /**

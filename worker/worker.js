@@ -6,12 +6,12 @@
 // itself (as JSON text). The message protocol is declared in protocol.js. The page's answers to
 // tool calls (`tool_result`) are read here, in JS (page_tools.js), whatever Python is doing.
 
-import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
 import { Bridge, SITE_MODELS_LISTED } from "./bridge/index.js";
 import { Host } from "./host.js";
 import { PackageLoader } from "./packages.js";
 import { setLogitProcessorRegistry } from "./logit_processors.js";
 import { PageTools } from "./page_tools.js";
+import { bootPyodide } from "./pyodide_boot.js";
 import { DEFAULTS } from "./protocol.js";
 
 export { setLogitProcessorRegistry };
@@ -152,7 +152,7 @@ let booting = null;
 async function boot(id) {
   const t0 = performance.now();
   bootProgress(id, "pyodide", 0);
-  const pyodide = await loadPyodide({ indexURL: new URL("vendor/pyodide/", SITE).href });
+  const { pyodide, snapshot } = await bootPyodide(new URL("vendor/pyodide/", SITE).href, SITE);
   pyodideInstance = pyodide;
   pyodide._api.on_fatal = (/** @type {any} */ err) => {
     announceEnd(`the worker's Python failed fatally: ${err?.message ?? err}`);
@@ -177,7 +177,8 @@ async function boot(id) {
   const t3 = performance.now();
   bootProgress(id, "python-ready", 1);
   /** @type {BootTimings} */
-  const timings = { pyodide_s: (t1 - t0) / 1000, wheels_s: (t2 - t1) / 1000, imports_s: (t3 - t2) / 1000 };
+  const timings = { pyodide_s: (t1 - t0) / 1000, wheels_s: (t2 - t1) / 1000, imports_s: (t3 - t2) / 1000,
+                    pyodide_snapshot: snapshot };
   created.set_boot_timings(JSON.stringify(timings));
   return created;
 }

@@ -62,11 +62,14 @@ class ToolDescriptions(RootModel[list[ToolDescription]]):
 
 
 class BootTimings(Reply):
-    """How long the worker's boot took, in seconds: Pyodide, the wheels, Python's imports."""
+    """How long the worker's boot took, in seconds: Pyodide, the wheels, Python's imports; and
+    whether Python started from a memory snapshot of an earlier visit (``used``), kept one for the
+    next visits (``made``), or neither (``none``: worker/pyodide_boot.js)."""
 
     pyodide_s: float
     wheels_s: float
     imports_s: float
+    pyodide_snapshot: Literal["used", "made", "none"] = "none"
 
 
 class BootTimingsReply(RootModel[BootTimings | None]):
