@@ -36,10 +36,38 @@ export async function snapshotKey(indexURL, site, files) {
   const prefix = new URL(indexURL).pathname.slice(site.pathname.length);
   const digests = FILES.map((f) => files[prefix + f]);
   if (digests.some((d) => typeof d !== "string")) return null;
-  const text = JSON.stringify([version, indexURL, digests]);
+  return digestUrl([version, indexURL, digests], "snapshot-", indexURL);
+}
+
+/**
+ * A URL under `base` named `prefix` and the SHA-256 of `parts` (as JSON).
+ * @param {unknown} parts @param {string} prefix @param {string} base @returns {Promise<string>}
+ */
+export async function digestUrl(parts, prefix, base) {
+  const text = JSON.stringify(parts);
   const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
   const hex = Array.from(hash, (b) => b.toString(16).padStart(2, "0")).join("");
-  return new URL(`snapshot-${hex}.bin`, indexURL).href;
+  return new URL(`${prefix}${hex}.bin`, base).href;
+}
+
+/** @type {Map<string, Promise<Record<string, string>|null>>} by site */
+const manifests = new Map();
+
+/**
+ * The digests site-manifest.json gives the site's files by path (null without a manifest), read once.
+ * @param {URL} site @returns {Promise<Record<string, string>|null>}
+ */
+export function manifestFiles(site) {
+  let files = manifests.get(site.href);
+  if (!files) {
+    files = fetch(new URL("site-manifest.json", site)).then(async (r) => {
+      if (!r.ok) return null;
+      const manifest = await r.json();
+      return { ...manifest.lazy, ...manifest.files };
+    }).catch(() => null);
+    manifests.set(site.href, files);
+  }
+  return files;
 }
 
 /**
@@ -47,14 +75,8 @@ export async function snapshotKey(indexURL, site, files) {
  * @param {string} indexURL @param {URL} site @returns {Promise<string|null>}
  */
 async function keyFor(indexURL, site) {
-  try {
-    const r = await fetch(new URL("site-manifest.json", site));
-    if (!r.ok) return null;
-    const manifest = await r.json();
-    return await snapshotKey(indexURL, site, { ...manifest.lazy, ...manifest.files });
-  } catch {
-    return null;
-  }
+  const files = await manifestFiles(site);
+  return files ? snapshotKey(indexURL, site, files).catch(() => null) : null;
 }
 
 /**

@@ -12,6 +12,7 @@ import { PackageLoader } from "./packages.js";
 import { setLogitProcessorRegistry } from "./logit_processors.js";
 import { PageTools } from "./page_tools.js";
 import { bootPyodide } from "./pyodide_boot.js";
+import { pycCache } from "./pyc_cache.js";
 import { DEFAULTS } from "./protocol.js";
 
 export { setLogitProcessorRegistry };
@@ -161,10 +162,13 @@ async function boot(id) {
   const t1 = performance.now();
   bootProgress(id, "wheels", 0);
   const wheels = await (await fetch(new URL("wheels/wheels.json", SITE))).json();
+  const bytecodeCache = pycCache(pyodide, SITE, wheels); // read while the wheels install
   await pyodide.loadPackage(
     wheels.map((/** @type {string} */ w) => new URL(`wheels/${w}`, SITE).href),
     { messageCallback: () => {}, errorCallback: (/** @type {string} */ e) => console.error(e) },
   );
+  const pyc = await bytecodeCache;
+  const bytecode = await pyc.restore();
   const t2 = performance.now();
   await SITE_MODELS_LISTED;
   const mod = pyodide.pyimport("csi.worker.main");
@@ -175,10 +179,11 @@ async function boot(id) {
   // only now: Python's handler aims each interrupt at the skill it is for (csi.skills.interrupts)
   if (interruptBuffer) pyodide.setInterruptBuffer(interruptBuffer);
   const t3 = performance.now();
+  pyc.keep();
   bootProgress(id, "python-ready", 1);
   /** @type {BootTimings} */
   const timings = { pyodide_s: (t1 - t0) / 1000, wheels_s: (t2 - t1) / 1000, imports_s: (t3 - t2) / 1000,
-                    pyodide_snapshot: snapshot };
+                    pyodide_snapshot: snapshot, bytecode };
   created.set_boot_timings(JSON.stringify(timings));
   return created;
 }
