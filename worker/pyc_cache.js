@@ -5,12 +5,13 @@
 //
 // Each file is kept as a checked hash-based pyc (PEP 552): Python compares the hash of the source in
 // it with the source it has before using it, so a pyc never stands for a source other than its own.
-// The entry is named by the Pyodide version and the digests site-manifest.json gives the wheels
-// (none without a manifest), it is the whole archive or nothing (its length is checked, and every
+// The entry is named by the Pyodide version, where the wheels are served and their names; a boot that
+// finds a pyc in it whose source changed (a wheel rebuilt under the same name) deletes it, so the
+// next boot keeps a fresh one. It is the whole archive or nothing (its length is checked, and every
 // file's), and older entries are deleted when a new one is kept.
 
 import { version } from "../vendor/pyodide/pyodide.mjs";
-import { digestUrl, manifestFiles } from "./pyodide_boot.js";
+import { digestUrl } from "./pyodide_boot.js";
 
 /** The Cache Storage bucket of the bytecode (one entry: the current one). */
 export const PYC_CACHE = "csi-pyc";
@@ -42,16 +43,32 @@ def _harvest():
 _harvest()
 `;
 
+/** Python: whether every restored pyc (paths in `_csi_pycs`) holds the hash of its source. */
+const FRESH = `
+import importlib.util, os, sysconfig
+def _fresh(paths):
+    root = sysconfig.get_paths()["purelib"]
+    for rel in paths:
+        p = os.path.join(root, rel)
+        try:
+            with open(p, "rb") as f:
+                head = f.read(16)
+            with open(importlib.util.source_from_cache(p), "rb") as f:
+                source = f.read()
+        except (OSError, ValueError):
+            continue
+        if head[8:16] != importlib.util.source_hash(source):
+            return False
+    return True
+_fresh(_csi_pycs)
+`;
+
 /**
- * The name of the bytecode of `wheels` (files of the site's wheels/) in the cache, or null when the
- * manifest does not give them all.
- * @param {URL} site @param {string[]} wheels @param {Record<string, string>} files the manifest's
- * @returns {Promise<string|null>}
+ * The name of the bytecode of `wheels` (files of the site's wheels/) in the cache.
+ * @param {URL} site @param {string[]} wheels @returns {Promise<string>}
  */
-export async function pycKey(site, wheels, files) {
-  const digests = wheels.map((w) => files[`wheels/${w}`]);
-  if (!wheels.length || digests.some((d) => typeof d !== "string")) return null;
-  return digestUrl([version, site.href, wheels, digests], "pyc-", new URL("wheels/", site).href);
+export function pycKey(site, wheels) {
+  return digestUrl([version, site.href, wheels], "pyc-", new URL("wheels/", site).href);
 }
 
 /**
@@ -85,10 +102,11 @@ export function unpack(bytes) {
  */
 export async function pycCache(pyodide, site, wheels) {
   const cache = typeof caches === "undefined" ? null : await caches.open(PYC_CACHE).catch(() => null);
-  const files = cache ? await manifestFiles(site) : null;
-  const key = files ? await pycKey(site, wheels, files).catch(() => null) : null;
+  const key = cache ? await pycKey(site, wheels).catch(() => null) : null;
   /** @type {"used"|"made"|"none"} */
   let use = "none";
+  /** @type {string[]} the files restored */
+  let restored = [];
   const sys = pyodide.pyimport("sys");
   // read now: the wheels install meanwhile
   const reading = cache && key ? read(cache, key) : Promise.resolve(null);
@@ -104,6 +122,7 @@ export async function pycCache(pyodide, site, wheels) {
           pyodide.FS.mkdirTree(file.slice(0, file.lastIndexOf("/")));
           pyodide.FS.writeFile(file, data);
         }
+        restored = kept.map(([path]) => path);
         use = "used";
       } else {
         sys.dont_write_bytecode = false; // Python writes what it compiles: kept after the imports
@@ -111,10 +130,14 @@ export async function pycCache(pyodide, site, wheels) {
       }
       return use;
     },
-    /** After the imports: keep the bytecode Python wrote (when it wrote it), without waiting. */
+    /**
+     * After the imports: keep the bytecode Python wrote (when it wrote it), without waiting; or, soon
+     * after, check the bytecode restored, and drop the entry when a source changed.
+     */
     keep() {
       sys.dont_write_bytecode = true;
       sys.destroy();
+      if (use === "used" && cache && key) setTimeout(() => checkFresh(pyodide, cache, key, restored));
       if (use !== "made" || !cache || !key) return;
       const proxy = pyodide.runPython(HARVEST);
       const bytes = proxy.toJs();
@@ -122,6 +145,21 @@ export async function pycCache(pyodide, site, wheels) {
       store(cache, key, bytes);
     },
   };
+}
+
+/**
+ * Delete the entry `key` when a pyc restored from it (`paths`) is not its source's.
+ * @param {any} pyodide @param {Cache} cache @param {string} key @param {string[]} paths
+ */
+function checkFresh(pyodide, cache, key, paths) {
+  try {
+    const globals = pyodide.toPy({ _csi_pycs: paths });
+    const fresh = pyodide.runPython(FRESH, { globals });
+    globals.destroy();
+    if (!fresh) cache.delete(key).catch(() => {});
+  } catch (err) {
+    console.warn("the wheels' bytecode could not be checked:", err);
+  }
 }
 
 /**

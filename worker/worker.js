@@ -153,7 +153,7 @@ let booting = null;
 async function boot(id) {
   const t0 = performance.now();
   bootProgress(id, "pyodide", 0);
-  const { pyodide, snapshot } = await bootPyodide(new URL("vendor/pyodide/", SITE).href, SITE);
+  const { pyodide, snapshot } = await bootPyodide(new URL("vendor/pyodide/", SITE).href);
   pyodideInstance = pyodide;
   pyodide._api.on_fatal = (/** @type {any} */ err) => {
     announceEnd(`the worker's Python failed fatally: ${err?.message ?? err}`);

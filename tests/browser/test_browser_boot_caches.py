@@ -2,8 +2,8 @@
 and the bytecode of the wheels' modules (worker/pyc_cache.js). The first engine of a browser profile
 boots as usual and keeps both; the next one restores them and answers as the first did. An entry that
 is not whole, or not what it says, is never used (the boot goes as usual, and keeps a good one); a
-pyc is used only for its own source; the entries' names change with any of the files they come from
-and with where those are served."""
+pyc is used only for its own source, and an entry with pycs of other sources is replaced; the
+entries' names change with the Pyodide version, the wheels and where they are served."""
 
 from __future__ import annotations
 
@@ -89,19 +89,18 @@ async (name) => {
 KEYS = """
 async () => {
   const { snapshotKey } = await import('/worker/pyodide_boot.js');
+  const { pycKey } = await import('/worker/pyc_cache.js');
   const site = new URL('/', location.href);
-  const index = new URL('vendor/pyodide/', site).href;
-  const names = ['pyodide.asm.mjs', 'pyodide.asm.wasm', 'pyodide.mjs', 'python_stdlib.zip', 'pyodide-lock.json'];
-  const files = Object.fromEntries(names.map((n) => ['vendor/pyodide/' + n, 'a'.repeat(64)]));
-  const base = await snapshotKey(index, site, files);
-  const without = {...files, 'vendor/pyodide/python_stdlib.zip': undefined};
-  const out = {base, missing: await snapshotKey(index, site, without), changed: []};
-  for (const n of names) {
-    out.changed.push(await snapshotKey(index, site, {...files, ['vendor/pyodide/' + n]: 'b'.repeat(64)}));
-  }
-  out.moved = await snapshotKey(new URL('other/vendor/pyodide/', site).href, new URL('other/', site),
-                                Object.fromEntries(names.map((n) => ['vendor/pyodide/' + n, 'a'.repeat(64)])));
-  return out;
+  const other = new URL('/other/', location.href);
+  const wheels = ['a-1-py3-none-any.whl', 'b-2-py3-none-any.whl'];
+  return {
+    snapshot: await snapshotKey(new URL('vendor/pyodide/', site).href),
+    snapshotMoved: await snapshotKey(new URL('vendor/pyodide/', other).href),
+    pyc: await pycKey(site, wheels),
+    pycOther: await pycKey(site, ['a-1-py3-none-any.whl', 'b-3-py3-none-any.whl']),
+    pycFewer: await pycKey(site, wheels.slice(0, 1)),
+    pycMoved: await pycKey(other, wheels),
+  };
 }
 """
 
@@ -148,40 +147,24 @@ def test_an_entry_that_is_not_whole_is_never_used(page: Any, how: str, name: str
     assert last["boot"][field] == "used" and last["ids"] == want, last
 
 
-def test_a_pyc_is_used_only_for_its_own_source(page: Any) -> None:
+def test_a_pyc_is_used_only_for_its_own_source_and_a_stale_entry_is_replaced(page: Any) -> None:
     want = hf_greedy_ids(PROMPTS[0], TOKENS)
     assert page.evaluate(ENGINE, [PROMPTS[0], TOKENS])["boot"]["bytecode"] == "made"
     page.evaluate(ENTRY, PYC)
     assert page.evaluate(ROTATE, PYC) > 50  # the wheels' modules the boot imports
     again = page.evaluate(ENGINE, [PROMPTS[0], TOKENS])
     assert again["boot"]["bytecode"] == "used" and again["ids"] == want, again
+    # that boot found pycs that are not their sources' and dropped the entry: the next one keeps anew
+    fresh = page.evaluate(ENGINE, [PROMPTS[0], TOKENS])
+    assert fresh["boot"]["bytecode"] == "made" and fresh["ids"] == want, fresh
+    page.evaluate(ENTRY, PYC)
+    last = page.evaluate(ENGINE, [PROMPTS[0], TOKENS])
+    assert last["boot"]["bytecode"] == "used" and last["ids"] == want, last
 
 
-def test_the_entry_is_named_by_every_pyodide_file_and_where_it_is_served(page: Any) -> None:
+def test_the_entries_are_named_by_pyodide_the_wheels_and_where_they_are_served(page: Any) -> None:
     k = page.evaluate(KEYS)
-    assert k["base"] and k["base"].startswith(page.url.split("/web/")[0] + "/vendor/pyodide/"), k
-    assert k["missing"] is None, k
-    assert len({k["base"], *k["changed"], k["moved"]}) == 2 + len(k["changed"]), k
-
-
-PYC_KEYS = """
-async () => {
-  const { pycKey } = await import('/worker/pyc_cache.js');
-  const site = new URL('/', location.href);
-  const wheels = ['a-1-py3-none-any.whl', 'b-2-py3-none-any.whl'];
-  const files = {'wheels/a-1-py3-none-any.whl': 'a'.repeat(64), 'wheels/b-2-py3-none-any.whl': 'b'.repeat(64)};
-  return {
-    base: await pycKey(site, wheels, files),
-    changed: await pycKey(site, wheels, {...files, 'wheels/b-2-py3-none-any.whl': 'c'.repeat(64)}),
-    fewer: await pycKey(site, wheels.slice(0, 1), files),
-    moved: await pycKey(new URL('other/', site), wheels, files),
-    missing: await pycKey(site, [...wheels, 'c-3-py3-none-any.whl'], files),
-  };
-}
-"""
-
-
-def test_the_bytecode_is_named_by_every_wheel_and_where_it_is_served(page: Any) -> None:
-    k = page.evaluate(PYC_KEYS)
-    assert k["missing"] is None, k
-    assert len({k["base"], k["changed"], k["fewer"], k["moved"]}) == 4, k
+    assert k["snapshot"].startswith(page.url.split("/web/")[0] + "/vendor/pyodide/snapshot-"), k
+    assert k["pyc"].startswith(page.url.split("/web/")[0] + "/wheels/pyc-"), k
+    assert len({k["snapshot"], k["snapshotMoved"]}) == 2, k
+    assert len({k["pyc"], k["pycOther"], k["pycFewer"], k["pycMoved"]}) == 4, k
