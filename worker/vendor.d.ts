@@ -14,6 +14,7 @@ declare module "*/vendor/transformers/transformers.js" {
 
 declare module "*/vendor/pyodide/pyodide.mjs" {
   export const loadPyodide: any;
+  export const version: string;
 }
 
 // web-xgrammar's UMD bundle: imported for its side effect (it defines globalThis.xgrammar).

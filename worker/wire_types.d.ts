@@ -660,12 +660,17 @@ export type OptionalRequest = "index_list" | "prompt_caches_delete" | "prompt_ca
 // ---- replies -------------------------------------------------------------------------------------
 
 /**
- * How long the worker's boot took, in seconds: Pyodide, the wheels, Python's imports.
+ * How long the worker's boot took, in seconds: Pyodide, the wheels, Python's imports; and
+ * whether Python started from a memory snapshot of an earlier visit (`used`), kept one for the
+ * next visits (`made`), or neither (`none`: worker/pyodide_boot.js); and the same for the
+ * bytecode of the wheels' modules (worker/pyc_cache.js).
  */
 export type BootTimings = {
   pyodide_s: number;
   wheels_s: number;
   imports_s: number;
+  pyodide_snapshot: "used" | "made" | "none";
+  bytecode: "used" | "made" | "none";
 };
 
 /**

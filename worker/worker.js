@@ -6,12 +6,13 @@
 // itself (as JSON text). The message protocol is declared in protocol.js. The page's answers to
 // tool calls (`tool_result`) are read here, in JS (page_tools.js), whatever Python is doing.
 
-import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
 import { Bridge, SITE_MODELS_LISTED } from "./bridge/index.js";
 import { Host } from "./host.js";
 import { PackageLoader } from "./packages.js";
 import { setLogitProcessorRegistry } from "./logit_processors.js";
 import { PageTools } from "./page_tools.js";
+import { bootPyodide } from "./pyodide_boot.js";
+import { pycCache } from "./pyc_cache.js";
 import { DEFAULTS } from "./protocol.js";
 
 export { setLogitProcessorRegistry };
@@ -152,7 +153,7 @@ let booting = null;
 async function boot(id) {
   const t0 = performance.now();
   bootProgress(id, "pyodide", 0);
-  const pyodide = await loadPyodide({ indexURL: new URL("vendor/pyodide/", SITE).href });
+  const { pyodide, snapshot } = await bootPyodide(new URL("vendor/pyodide/", SITE).href);
   pyodideInstance = pyodide;
   pyodide._api.on_fatal = (/** @type {any} */ err) => {
     announceEnd(`the worker's Python failed fatally: ${err?.message ?? err}`);
@@ -161,10 +162,13 @@ async function boot(id) {
   const t1 = performance.now();
   bootProgress(id, "wheels", 0);
   const wheels = await (await fetch(new URL("wheels/wheels.json", SITE))).json();
+  const bytecodeCache = pycCache(pyodide, SITE, wheels); // read while the wheels install
   await pyodide.loadPackage(
     wheels.map((/** @type {string} */ w) => new URL(`wheels/${w}`, SITE).href),
     { messageCallback: () => {}, errorCallback: (/** @type {string} */ e) => console.error(e) },
   );
+  const pyc = await bytecodeCache;
+  const bytecode = await pyc.restore();
   const t2 = performance.now();
   await SITE_MODELS_LISTED;
   const mod = pyodide.pyimport("csi.worker.main");
@@ -175,9 +179,11 @@ async function boot(id) {
   // only now: Python's handler aims each interrupt at the skill it is for (csi.skills.interrupts)
   if (interruptBuffer) pyodide.setInterruptBuffer(interruptBuffer);
   const t3 = performance.now();
+  pyc.keep();
   bootProgress(id, "python-ready", 1);
   /** @type {BootTimings} */
-  const timings = { pyodide_s: (t1 - t0) / 1000, wheels_s: (t2 - t1) / 1000, imports_s: (t3 - t2) / 1000 };
+  const timings = { pyodide_s: (t1 - t0) / 1000, wheels_s: (t2 - t1) / 1000, imports_s: (t3 - t2) / 1000,
+                    pyodide_snapshot: snapshot, bytecode };
   created.set_boot_timings(JSON.stringify(timings));
   return created;
 }

@@ -62,11 +62,16 @@ class ToolDescriptions(RootModel[list[ToolDescription]]):
 
 
 class BootTimings(Reply):
-    """How long the worker's boot took, in seconds: Pyodide, the wheels, Python's imports."""
+    """How long the worker's boot took, in seconds: Pyodide, the wheels, Python's imports; and
+    whether Python started from a memory snapshot of an earlier visit (``used``), kept one for the
+    next visits (``made``), or neither (``none``: worker/pyodide_boot.js); and the same for the
+    bytecode of the wheels' modules (worker/pyc_cache.js)."""
 
     pyodide_s: float
     wheels_s: float
     imports_s: float
+    pyodide_snapshot: Literal["used", "made", "none"] = "none"
+    bytecode: Literal["used", "made", "none"] = "none"
 
 
 class BootTimingsReply(RootModel[BootTimings | None]):
