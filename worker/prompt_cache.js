@@ -23,6 +23,31 @@ export const PROMPT_CACHE_DEFAULTS = Object.freeze({ enabled: true, budget_bytes
  * @typedef {{id: string, model: string, tokens: number, bytes: number, created: number, last_used: number}} EntryInfo
  */
 
+/**
+ * Write a file whole, flushed to storage before this resolves. A dedicated worker writes in place
+ * through a sync access handle: a writable stream's swap file is renamed later, and a worker ended
+ * soon after (a reload) could leave the file empty for the next visit.
+ * @param {FileSystemDirectoryHandle} dir @param {string} name @param {Uint8Array} bytes
+ */
+async function writeFile(dir, name, bytes) {
+  const handle = /** @type {any} */ (await dir.getFileHandle(name, { create: true }));
+  if (typeof handle.createSyncAccessHandle === "function") {
+    const access = await handle.createSyncAccessHandle();
+    try {
+      access.truncate(0);
+      let at = 0;
+      while (at < bytes.byteLength) at += access.write(bytes.subarray(at), { at });
+      access.flush();
+    } finally {
+      access.close();
+    }
+    return;
+  }
+  const out = await handle.createWritable();
+  await out.write(bytes);
+  await out.close();
+}
+
 /** @param {ArrayBuffer|ArrayBufferView} bytes */
 async function sha256(bytes) {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", /** @type {BufferSource} */ (bytes)));
@@ -136,7 +161,7 @@ export class PromptCaches {
       return null;
     }
     meta.last_used = Date.now();
-    this.#queue(() => this.#writeText(dir, `${meta.id}.json`, JSON.stringify(meta)));
+    this.#queue(() => writeFile(dir, `${meta.id}.json`, new TextEncoder().encode(JSON.stringify(meta))));
     return cutPayload(payload, meta, n);
   }
 
@@ -167,11 +192,8 @@ export class PromptCaches {
       const meta = { version: VERSION, id: crypto.randomUUID(), model_key: modelKey, model, ids, bytes,
         sha256: await sha256(payload), created: now, last_used: now,
         tensors: tensors.map(({ name, type, dims }) => ({ name, type, dims })) };
-      const file = await dir.getFileHandle(`${meta.id}.kv`, { create: true });
-      const out = await file.createWritable();
-      await out.write(payload);
-      await out.close();
-      await this.#writeText(dir, `${meta.id}.json`, JSON.stringify(meta));
+      await writeFile(dir, `${meta.id}.kv`, payload);
+      await writeFile(dir, `${meta.id}.json`, new TextEncoder().encode(JSON.stringify(meta)));
       this.metas.set(meta.id, meta);
       for (const m of metas) if (commonPrefix(m.ids, ids) === m.ids.length) await this.#remove(dir, m.id);
       await this.#evict(dir);
@@ -221,13 +243,6 @@ export class PromptCaches {
     const run = this.writes.catch(() => {}).then(job).catch(() => undefined); // a failed write is a miss, later
     this.writes = run;
     return run;
-  }
-
-  /** @param {FileSystemDirectoryHandle} dir @param {string} name @param {string} text */
-  async #writeText(dir, name, text) {
-    const out = await (await dir.getFileHandle(name, { create: true })).createWritable();
-    await out.write(text);
-    await out.close();
   }
 
   /** @param {FileSystemDirectoryHandle} dir @param {string} id */

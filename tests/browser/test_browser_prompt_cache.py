@@ -49,6 +49,7 @@ def reload(ep: EnginePage, site_url: str) -> None:
 
 
 def entries(ep: EnginePage) -> list[dict[str, Any]]:
+    """The kept caches (the list waits for the writes under way)."""
     return ep.ok("return await engine.cache.list();")
 
 
@@ -108,7 +109,8 @@ def test_a_payload_cut_short_is_never_used_and_goes(page: EnginePage, site_url: 
 def test_an_entry_of_another_model_file_is_never_used(page: EnginePage, site_url: str) -> None:
     """The site rebuilt with another tiny-chat (models.json gives its files another hash): the caches
     the old one kept are not read."""
-    ask(page, MESSAGES)
+    first = ask(page, MESSAGES)
+    [old] = entries(page)  # written (a reload during the write leaves a half-written entry, never used)
 
     def rebuilt(route: Any) -> None:
         listing = route.fetch().json()
@@ -121,7 +123,9 @@ def test_an_entry_of_another_model_file_is_never_used(page: EnginePage, site_url
     reload(page, site_url)
     again = ask(page, MESSAGES)
     assert "prompt_cache_tokens" not in again["usage"]["extra"]
-    assert len(entries(page)) == 2  # the new file's cache is filed apart from the old one's
+    assert again["choices"][0]["token_ids"] == first["choices"][0]["token_ids"]
+    kept = {e["id"]: e for e in entries(page)}
+    assert len(kept) == 2 and kept[old["id"]]["last_used"] == old["last_used"]  # filed apart; the old one unread
 
 
 def test_the_budget_keeps_the_most_recently_used(page: EnginePage) -> None:
