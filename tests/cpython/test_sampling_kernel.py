@@ -66,7 +66,9 @@ def _shapes() -> dict[str, np.ndarray]:
     normal = rng.standard_normal(VOCAB).astype(np.float32)
     peaked = normal.copy()
     peaked[rng.choice(VOCAB, 5, replace=False)] += np.float32(12)
-    return {"flat": (normal * 0.05).astype(np.float32), "normal": normal, "peaked": peaked}
+    dominant = normal.copy()  # one logit alone within reach, as a logit processor's or a bias's +100 makes
+    dominant[rng.integers(VOCAB)] = np.float32(100)
+    return {"flat": (normal * 0.05).astype(np.float32), "normal": normal, "peaked": peaked, "dominant": dominant}
 
 
 def _processed(logits: np.ndarray, k: dict[str, Any], sequence: list[int], generated: list[int]) -> np.ndarray:
@@ -119,7 +121,7 @@ def _run(cases: list[dict[str, Any]], logits: np.ndarray, tmp: Path) -> list[dic
     return json.loads(out.stdout)
 
 
-@pytest.mark.parametrize("shape", ["flat", "normal", "peaked"])
+@pytest.mark.parametrize("shape", ["flat", "normal", "peaked", "dominant"])
 def test_the_kernel_draws_the_reference_tokens_and_logprobs(shape: str, tmp_path: Path) -> None:
     logits = _shapes()[shape]
     sequence = [(i * 7919) % VOCAB for i in range(64)]

@@ -23,7 +23,8 @@ const SPAN = 40;
 function scaleFor(k, n, max, reach) {
   let min = k.x.minLogit();
   if (max - min > reach) min = k.x.minAbove(n, Math.fround(max - reach));
-  const span = Math.min(max - min, reach);
+  // one logit alone within reach (a processor's or a bias's +100): the histogram spans the reach
+  const span = max - min > 0 ? Math.min(max - min, reach) : reach;
   return span > 0 ? (BUCKETS - 1) / span : 0;
 }
 
