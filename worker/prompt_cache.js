@@ -63,19 +63,16 @@ export function commonPrefix(a, b) {
 }
 
 /**
- * The first `n` positions of each tensor of an entry's payload (laid out as `meta.tensors` says).
- * @param {ArrayBuffer} payload @param {EntryMeta} meta @param {number} n @returns {CacheTensor[]}
+ * An entry's tensors, as views of its payload (laid out as `meta.tensors` says).
+ * @param {ArrayBuffer} payload @param {EntryMeta} meta @returns {CacheTensor[]}
  */
-function cutPayload(payload, meta, n) {
+function tensorsOf(payload, meta) {
   let offset = 0;
   return meta.tensors.map(({ name, type, dims }) => {
     const Data = type === "float16" ? Uint16Array : Float32Array;
-    const [b, h, len, d] = dims;
-    const all = new Data(payload, offset, b * h * len * d);
-    offset += all.byteLength;
-    const out = new Data(b * h * n * d);
-    for (let i = 0; i < b * h; i++) out.set(all.subarray(i * len * d, i * len * d + n * d), i * n * d);
-    return { name, type, dims: [b, h, n, d], data: out };
+    const data = new Data(payload, offset, dims.reduce((a, b) => a * b, 1));
+    offset += data.byteLength;
+    return { name, type, dims, data };
   });
 }
 
@@ -143,11 +140,11 @@ export class PromptCaches {
   }
 
   /**
-   * The first `n` positions of an entry's tensors, or null when its payload is missing or is not
-   * what its description says (the entry is then deleted).
-   * @param {EntryMeta} meta @param {number} n @returns {Promise<CacheTensor[]|null>}
+   * An entry's tensors, or null when its payload is missing or is not what its description says
+   * (the entry is then deleted).
+   * @param {EntryMeta} meta @returns {Promise<CacheTensor[]|null>}
    */
-  async read(meta, n) {
+  async read(meta) {
     const dir = await this.#dir();
     if (!dir) return null;
     let payload;
@@ -162,7 +159,7 @@ export class PromptCaches {
     }
     meta.last_used = Date.now();
     this.#queue(() => writeFile(dir, `${meta.id}.json`, new TextEncoder().encode(JSON.stringify(meta))));
-    return cutPayload(payload, meta, n);
+    return tensorsOf(payload, meta);
   }
 
   /**

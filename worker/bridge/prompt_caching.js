@@ -32,9 +32,10 @@ export class PromptCachingRole {
       const found = await this.caches.best(model.cacheKey, ids);
       const n = Math.min(found?.common ?? 0, ids.length - 1);
       if (!found || n < inMemory + RESTORE_MARGIN) return 0;
-      const tensors = await this.caches.read(found.meta, n);
+      const tensors = await this.caches.read(found.meta);
       if (!tensors || tensors.length !== model.cacheInputs.length) return 0;
-      model.adopt(Array.from(ids).slice(0, n), tensors);
+      model.adopt(found.meta.ids, tensors);
+      if (model.truncate(n) !== n) return 0; // the kept tokens past the common prefix cut off
       LOGIT_PROCESSORS.get(id)?.resetState();
       return n;
     } catch {
