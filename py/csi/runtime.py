@@ -12,6 +12,7 @@ from .core.backend import Backend
 from .core.engine import Engine
 from .core.host import Host
 from .errors import ModelNotSupportedError
+from .faces.openai.responses_api.store import MemoryResponseStore, ResponseStore
 from .index.store import IndexStore
 from .servers import ServerPlacement
 from .servers.http import HttpClient
@@ -35,6 +36,8 @@ class Runtime:
     skills: SkillRegistry = field(init=False)
     tools: ToolRegistry = field(init=False)
     """The tools skills call (the page's, in the worker)."""
+    responses: ResponseStore = field(default_factory=MemoryResponseStore)
+    """Stored responses of the Responses API (IndexedDB in the worker)."""
     _index: DocumentIndex | None = field(default=None, init=False)
 
     @property
@@ -68,10 +71,11 @@ def threaded_runner(runtime: Runtime) -> SkillRunner:
 
 def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
                   skill_runner: Callable[[Runtime], SkillRunner] = threaded_runner,
-                  http: HttpClient | None = None) -> Runtime:
+                  http: HttpClient | None = None, responses: ResponseStore | None = None) -> Runtime:
     """Wire an engine on ``backend`` to its services: language data and skill storage from ``host``,
     documents in ``store`` (in memory by default), skills run by ``skill_runner(runtime)``, the servers
-    of remote models reached through ``http`` (``None``: no remote models)."""
+    of remote models reached through ``http`` (``None``: no remote models), stored responses in
+    ``responses`` (in memory by default)."""
     engine = Engine(backend, ServerPlacement(http) if http is not None else None)
 
     def needs_tokenizer(model_id: str, message: str) -> None:
@@ -80,6 +84,8 @@ def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
 
     text = TextServices(backend, host, lambda: engine.models, engine.alias_of, needs_tokenizer)
     runtime = Runtime(engine, text, store)
+    if responses is not None:
+        runtime.responses = responses
     runtime.skills = SkillRegistry(host, skill_runner(runtime), engine)
     runtime.tools = ToolRegistry(engine)
     return runtime

@@ -38,6 +38,13 @@ def templates(chat: str, embed: str) -> dict[str, dict[str, Any]]:
         "completion": {"request": {"prompt": "The", "max_tokens": 3, "stream": True}},
         "embeddings": {"request": {"input": ["a", "b"], "model": embed}},
         "chat_tokens": {"request": {"messages": user, "prefix": "Hel"}},
+        "responses_create": {"request": {"model": chat, "input": [{"role": "user", "content": "hi"}],
+                                         "max_output_tokens": 3, "stream": True, "text": {"format": {"type": "text"}},
+                                         "tools": [{"type": "function", "name": "f", "parameters": {
+                                             "type": "object"}}], "tool_choice": "none"}},
+        "responses_retrieve": {"request": {"response_id": "resp_fuzzed"}},
+        "responses_delete": {"request": {"response_id": "resp_fuzzed"}},
+        "responses_input_items": {"request": {"response_id": "resp_fuzzed", "limit": 2, "order": "asc"}},
         "csi_complete": {"request": [{"model": chat, "prompt": "x", "params": {"max_tokens": 3}}]},
         "csi_chat": {"request": [{"model": chat, "messages": user, "params": {"max_tokens": 3}}]},
         "csi_chunk": {"request": [{"text": "a b c", "params": {"model": embed, "max_tokens": 4}}]},

@@ -53,6 +53,18 @@ export async function probe(engine, worker) {
   const either = await engine.completion({ prompt: "x" });
   // @ts-expect-error either a whole completion or its chunks
   use(either.choices);
+  const response = await engine.responses.create({ input: "hi" });
+  use(/** @type {string} */ (response.output_text));
+  // @ts-expect-error a whole response has no events
+  use(response[Symbol.asyncIterator]);
+  for await (const event of await engine.responses.create({ input: "hi", stream: true })) {
+    use(/** @type {number} */ (event.sequence_number));
+    // @ts-expect-error an event's type is its name
+    use(/** @type {number} */ (event.type));
+  }
+  use(/** @type {string} */ ((await engine.responses.retrieve(response.id)).status));
+  use(/** @type {boolean} */ ((await engine.responses.delete(response.id)).deleted));
+  use(/** @type {boolean} */ ((await engine.responses.inputItems.list(response.id, { order: "asc" })).has_more));
   const vectors = await engine.embeddings.create({ input: "x" });
   use(/** @type {number} */ (vectors.usage.prompt_tokens));
   // @ts-expect-error a token count is a number

@@ -28,6 +28,9 @@ from ..faces import chat_tokens, remote_llm, spin
 from ..faces.openai import protocol as openai_protocol
 from ..faces.openai import responses
 from ..faces.openai import serving as openai
+from ..faces.openai.responses_api import objects as response_objects
+from ..faces.openai.responses_api import protocol as response_protocol
+from ..faces.openai.responses_api import serving as responses_api
 from ..faces.pharia import index, inference, text
 from ..index import types as index_types
 from ..skills.page_tools import PageCall, page_invoker
@@ -224,6 +227,16 @@ ROUTES: dict[str, Route] = {
     "embeddings": route(lambda c, r: openai.embeddings(c.runtime.engine, r, c.scope), "whole",
                         openai_protocol.EmbeddingRequest, reply=responses.CreateEmbeddingResponse),
     # the Prompt API facade (web/prompt_api.js): a conversation's tokens, nothing generated
+    "responses_create": streamed(lambda c, r: responses_api.create_response(c.runtime.engine, c.runtime.responses, r,
+                                                                             c.scope),
+                                 response_protocol.ResponseCreateRequest, reply=response_objects.ResponseObject,
+                                 chunk=response_objects.ResponseStreamEvent),
+    "responses_retrieve": route(lambda c, r: responses_api.retrieve(c.runtime.responses, r), "whole",
+                                response_protocol.ResponseIdRequest, reply=response_objects.ResponseObject),
+    "responses_delete": route(lambda c, r: responses_api.delete(c.runtime.responses, r), "whole",
+                              response_protocol.ResponseIdRequest, reply=response_objects.DeletedResponse),
+    "responses_input_items": route(lambda c, r: responses_api.list_input_items(c.runtime.responses, r), "whole",
+                                   response_protocol.InputItemsRequest, reply=response_objects.InputItemList),
     "chat_tokens": route(lambda c, r: chat_tokens.chat_tokens(c.runtime.engine, r, c.scope), "whole",
                          chat_tokens.ChatTokensRequest, reply=chat_tokens.ChatTokens),
     # pharia:skill CSI: inference, chunking, language, document index
