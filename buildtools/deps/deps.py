@@ -47,6 +47,7 @@ PYTHON_PINS = {
     "gguf": "0.19.0",  # reads GGUF files (buildtools/models/gguf_import.py) and lets transformers load them
     "accelerate": "1.15.0",  # transformers' GGUF loader asks for it
     "psutil": None,  # the bench samples the browser's memory
+    "openai": "3.51.0",  # its pydantic types of OpenAI's API check the Responses API's objects and events
     # what pharia-skill's runtime imports (pharia_skill.testing: DevCsi), at the versions installed
     "opentelemetry-api": "1.45.2",
     "opentelemetry-sdk": "1.45.2",

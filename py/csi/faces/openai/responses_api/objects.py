@@ -73,7 +73,10 @@ OutputItem = OutputMessage | FunctionCallOut | McpListToolsOut | McpCallOut | Mc
 
 
 class InputTokensDetails(BaseModel):
-    cached_tokens: int = 0
+    cached_tokens: int
+    """Input tokens whose keys and values came from the cache (the previous request's, or one kept in the browser)."""
+    cache_write_tokens: int
+    """Input tokens computed and kept in the cache for the next request: the rest of the input."""
 
 
 class OutputTokensDetails(BaseModel):

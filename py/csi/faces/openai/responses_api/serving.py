@@ -130,9 +130,10 @@ def finish(response: ResponseObject, stats: list[GenerationStats]) -> None:
     """Usage, status and ``output_text`` once every model reply of the response has ended."""
     output = sum(s.completion_tokens for s in stats)
     prompt = sum(s.prompt_tokens for s in stats)
+    cached = sum(s.cached_tokens for s in stats)
     response.usage = ResponseUsage(input_tokens=prompt, output_tokens=output, total_tokens=prompt + output,
-                                   input_tokens_details=InputTokensDetails(
-                                       cached_tokens=sum(s.cached_tokens for s in stats)))
+                                   input_tokens_details=InputTokensDetails(cached_tokens=cached,
+                                                                           cache_write_tokens=prompt - cached))
     reason = stats[-1].finish_reason
     if reason == "length":
         response.status, response.incomplete_details = "incomplete", IncompleteDetails(reason="max_output_tokens")
