@@ -110,7 +110,8 @@ def test_the_real_model_answers_as_transformers_streamed_and_whole(engine: Engin
     assert final["instructions"] == INSTRUCTIONS and final["store"] and final["text"] == {"format": {"type": "text"}}
 
 
-def test_previous_response_id_continues_without_the_earlier_instructions(engine: Engine, store: MemoryResponseStore) -> None:
+def test_previous_response_id_continues_without_the_earlier_instructions(engine: Engine,
+                                                                         store: MemoryResponseStore) -> None:
     first = create(engine, store, {"model": MODEL, "instructions": INSTRUCTIONS, "input": QUESTION, "temperature": 0,
                                    "max_output_tokens": MAX})
     second = create(engine, store, {"model": MODEL, "previous_response_id": first["id"], "temperature": 0,
@@ -157,8 +158,8 @@ def test_json_schema_text_format_gives_valid_json(engine: Engine, store: MemoryR
                                                "days": {"type": "integer", "minimum": 1, "maximum": 9}},
               "required": ["city", "days"], "additionalProperties": False}
     for seed in range(3):
-        out = create(engine, store, {"model": "tiny-chat", "input": "Plan a trip.", "seed": seed, "max_output_tokens": 80,
-                                     "text": {"format": {"type": "json_schema", "name": "trip", "schema": schema,
+        out = create(engine, store, {"model": "tiny-chat", "input": "Plan a trip.", "seed": seed,
+                                     "max_output_tokens": 80, "text": {"format": {"type": "json_schema", "name": "trip", "schema": schema,
                                                          "strict": True}}})
         assert valid(json.loads(out["output_text"]), schema)
         assert out["text"]["format"]["name"] == "trip"
@@ -184,7 +185,8 @@ def test_max_output_tokens_ends_incomplete_with_the_reason(engine: Engine, store
     ({"input": [{"type": "reasoning", "summary": []}]}, "input[0].type"),
     ({"input": []}, "input"),
     ({"input": [{"role": "assistant", "content": "I am done."}]}, "input"),
-    ({"text": {"format": {"type": "json_schema", "name": "x", "schema": {"type": "nonsense"}}}}, "text.format.schema.type"),
+    ({"text": {"format": {"type": "json_schema", "name": "x", "schema": {"type": "nonsense"}}}},
+     "text.format.schema.type"),
     ({"tool_choice": {"type": "function", "name": "missing"}}, "tool_choice.name"),
     ({"max_output_tokens": 0}, "max_output_tokens"),
     ({"frequency_penalty": 1.0}, "frequency_penalty"),
