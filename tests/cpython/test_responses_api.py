@@ -158,9 +158,9 @@ def test_json_schema_text_format_gives_valid_json(engine: Engine, store: MemoryR
                                                "days": {"type": "integer", "minimum": 1, "maximum": 9}},
               "required": ["city", "days"], "additionalProperties": False}
     for seed in range(3):
+        fmt = {"type": "json_schema", "name": "trip", "schema": schema, "strict": True}
         out = create(engine, store, {"model": "tiny-chat", "input": "Plan a trip.", "seed": seed,
-                                     "max_output_tokens": 80, "text": {"format": {"type": "json_schema", "name": "trip", "schema": schema,
-                                                         "strict": True}}})
+                                     "max_output_tokens": 80, "text": {"format": fmt}})
         assert valid(json.loads(out["output_text"]), schema)
         assert out["text"]["format"]["name"] == "trip"
 
