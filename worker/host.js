@@ -44,10 +44,10 @@ export class Host {
     await transact([SKILLS], "readwrite", (tx) => tx.objectStore(SKILLS).delete(name));
   }
 
-  /** A stored response's record as JSON, or null. @param {string} id */
+  /** A stored response's record as JSON, or undefined. @param {string} id */
   async storedResponse(id) {
     const row = await transact([RESPONSES], "readonly", (tx) => result(tx.objectStore(RESPONSES).get(id)));
-    return row ? row.record : null;
+    return row ? row.record : undefined; // undefined reaches Python as None (null as JsNull)
   }
 
   /** @param {string} id @param {string} record JSON */

@@ -1160,7 +1160,7 @@ export type GenerationalGutsResponse = {
 };
 
 export type IncompleteDetails = {
-  reason: "max_output_tokens" | "content_filter" | "interrupted";
+  reason: "max_output_tokens" | "content_filter";
 };
 
 export type IndexCreated = {
@@ -1210,6 +1210,7 @@ export type InputItemList = {
 
 export type InputTokensDetails = {
   cached_tokens: number;
+  cache_write_tokens: number;
 };
 
 /**
@@ -1433,7 +1434,7 @@ export type ResponseObject = {
   object: "response";
   created_at: number;
   completed_at?: number | null;
-  status: "in_progress" | "completed" | "incomplete" | "failed";
+  status: "in_progress" | "completed" | "incomplete" | "cancelled" | "failed";
   error?: ResponseError | null;
   incomplete_details?: IncompleteDetails | null;
   instructions?: string | null;

@@ -5,13 +5,10 @@ package's own types for every object and streamed event (its pydantic models of 
 from __future__ import annotations
 
 import json
-import typing
 from typing import Any
 
 import numpy as np
 import pytest
-from openai.types.responses import Response as OpenAIResponse
-from openai.types.responses import ResponseStreamEvent
 
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
@@ -24,11 +21,9 @@ from tests.cpython.test_structured import SCHEMAS, TOOLS, valid
 from tests.support.aio import run_async
 from tests.support.paths import MODELS
 from tests.support.reference import hf_prompt_ids
+from tests.support.responses import checked
 from tests.support.smollm2_reference import MODEL, greedy_ids, hf_tokenizer, log_softmax_rows, prompt_ids
 
-# each event type's model in the `openai` package, by its `type`
-EVENTS = {cls.model_fields["type"].annotation.__args__[0]: cls
-          for cls in typing.get_args(typing.get_args(ResponseStreamEvent)[0])}
 INSTRUCTIONS = "You are a concise assistant."
 QUESTION = "What is the capital of France?"
 FOLLOW_UP = "And of Italy?"
@@ -61,32 +56,6 @@ def stream(engine: Engine, store: MemoryResponseStore, body: dict[str, Any]) -> 
         return [json.loads(e.model_dump_json()) async for e in await create_response(engine, store, req)]  # type: ignore[union-attr]
 
     return run_async(go())
-
-
-def checked(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """Every event as the `openai` package reads it, numbered from 0, in OpenAI's order; the final response."""
-    for e in events:
-        EVENTS[e["type"]].model_validate(e)
-    assert [e["sequence_number"] for e in events] == list(range(len(events)))
-    assert [e["type"] for e in events[:2]] == ["response.created", "response.in_progress"]
-    assert events[-1]["type"] in ("response.completed", "response.incomplete")
-    final = events[-1]["response"]
-    OpenAIResponse.model_validate(final)
-    texts: dict[str, str] = {}
-    args: dict[str, str] = {}
-    for e in events:
-        if e["type"] == "response.output_text.delta":
-            texts[e["item_id"]] = texts.get(e["item_id"], "") + e["delta"]
-        elif e["type"] == "response.function_call_arguments.delta":
-            args[e["item_id"]] = args.get(e["item_id"], "") + e["delta"]
-        elif e["type"] == "response.output_item.done":
-            assert final["output"][e["output_index"]] == e["item"]
-    for item in final["output"]:
-        if item["type"] == "message":
-            assert texts[item["id"]] == item["content"][0]["text"]
-        elif item["type"] == "function_call":
-            assert args.get(item["id"], "") == item["arguments"]
-    return final
 
 
 def test_the_real_model_answers_as_transformers_streamed_and_whole(engine: Engine, store: MemoryResponseStore) -> None:

@@ -34,7 +34,7 @@ export function responsesApi(client) {
   /**
    * A response: with `stream: true`, resolves (once the first event came) to its events
    * (`response.created` ... `response.completed`), else to the response. `options.signal` ends it
-   * as `interruptGenerate` does: the response is `incomplete` (`reason: "interrupted"`).
+   * as `interruptGenerate` does: the response ends (`response.incomplete`) with status `cancelled`.
    * @overload
    * @param {ResponseCreateRequest} request @param {CallOptions} [options]
    * @returns {Promise<ResponseObject|AsyncIterable<ResponseStreamEvent>>}

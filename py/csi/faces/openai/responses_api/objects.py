@@ -92,8 +92,7 @@ class ResponseUsage(BaseModel):
 
 
 class IncompleteDetails(BaseModel):
-    reason: Literal["max_output_tokens", "content_filter", "interrupted"]
-    """``interrupted`` (csi-web's): the request was interrupted or aborted."""
+    reason: Literal["max_output_tokens", "content_filter"]
 
 
 class ResponseError(BaseModel):
@@ -113,7 +112,8 @@ class ResponseObject(BaseModel):
     object: Literal["response"] = "response"
     created_at: int
     completed_at: int | None = None
-    status: Literal["in_progress", "completed", "incomplete", "failed"]
+    status: Literal["in_progress", "completed", "incomplete", "cancelled", "failed"]
+    """``cancelled``: interrupted or aborted (it ends with ``response.incomplete``)."""
     error: ResponseError | None = None
     incomplete_details: IncompleteDetails | None = None
     instructions: str | None = None

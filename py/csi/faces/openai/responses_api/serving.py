@@ -137,8 +137,8 @@ def finish(response: ResponseObject, stats: list[GenerationStats]) -> None:
     reason = stats[-1].finish_reason
     if reason == "length":
         response.status, response.incomplete_details = "incomplete", IncompleteDetails(reason="max_output_tokens")
-    elif reason == "abort":
-        response.status, response.incomplete_details = "incomplete", IncompleteDetails(reason="interrupted")
+    elif reason == "abort":  # interrupted or aborted: OpenAI's status for a cancelled response
+        response.status = "cancelled"
     else:
         response.status = "completed"
     response.completed_at = int(time.time()) if response.status == "completed" else None
