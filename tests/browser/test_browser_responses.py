@@ -60,7 +60,8 @@ def test_the_openai_client_creates_and_streams_responses_as_transformers_decodes
                                                 max_output_tokens: 16, instructions: 'Answer briefly.'});
         for await (const e of stream) events.push(e);
         const final = await stream.finalResponse();
-        const raw = await (await fetch('/v1/responses', {method: 'POST', headers: {'content-type': 'application/json'},
+        const raw = await (await fetch('/v1/responses', {method: 'POST',
+          headers: {'content-type': 'application/json'},
           body: JSON.stringify({input: arg, max_output_tokens: 2, stream: true})})).text();
         return {whole, events, final: final.output_text, raw};""", ASK)
     assert "thrown" not in out, out
@@ -71,7 +72,7 @@ def test_the_openai_client_creates_and_streams_responses_as_transformers_decodes
     assert out["whole"]["usage"]["input_tokens"] == len(hf_prompt_ids(messages))
     assert checked(out["events"])["output_text"] == expected
     blocks = [b for b in out["raw"].split("\n\n") if b]
-    # named events, each `event:` line naming its data's type; no [DONE] (OpenAI's Responses streams end with their last event)
+    # named events, each `event:` line naming its data's type; no [DONE] (a Responses stream ends with its last event)
     for block in blocks:
         name, data = block.split("\n")
         assert name.startswith("event: ") and data.startswith("data: ") and f'"type":"{name[7:]}"' in data
@@ -85,14 +86,16 @@ def test_the_openai_client_creates_and_streams_responses_as_transformers_decodes
 def test_stored_responses_through_the_client_and_openai_errors(tabs):
     _, client, _ = tabs
     out = _run(client, """
-        const r = await client.responses.create({input: [{role: 'user', content: 'One.'}, {role: 'user', content: 'Two.'}],
-                                                 max_output_tokens: 3, metadata: {app: 'test'}});
+        const r = await client.responses.create({
+          input: [{role: 'user', content: 'One.'}, {role: 'user', content: 'Two.'}],
+          max_output_tokens: 3, metadata: {app: 'test'}});
         const got = await client.responses.retrieve(r.id);
         const items = [];
         for await (const item of client.responses.inputItems.list(r.id, {order: 'asc'})) items.push(item);
         await client.responses.delete(r.id);
         let gone = null;
-        try { await client.responses.retrieve(r.id); } catch (e) { gone = {status: e.status, name: e.constructor.name}; }
+        try { await client.responses.retrieve(r.id); }
+        catch (e) { gone = {status: e.status, name: e.constructor.name}; }
         let refused = null;
         try { await client.responses.create({input: 'x', background: true}); }
         catch (e) { refused = {status: e.status, param: e.param}; }
@@ -117,7 +120,9 @@ def test_an_abort_ends_the_request_and_the_engine_serves_on(tabs):
         const stream = await client.responses.create({input: 'Tell me a very long story.', max_output_tokens: 400,
                                                       stream: true}, {signal: ctrl.signal});
         let n = 0, aborted = null;
-        try { for await (const e of stream) { if (e.type === 'response.output_text.delta' && ++n === 3) ctrl.abort(); } }
+        try {
+          for await (const e of stream) if (e.type === 'response.output_text.delta' && ++n === 3) ctrl.abort();
+        }
         catch (e) { aborted = e.constructor.name; }
         const next = await client.responses.create({input: arg, temperature: 0, max_output_tokens: 4});
         return {n, aborted, next: next.status};""", ASK)
