@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.cpython.test_structured import valid
 from tests.support.browser import LOCAL_PREFIXES, boot_engine, open_engine_page, tracked_context
 from tests.support.reference import hf_chat, hf_greedy_ids, hf_prompt_ids
 from tests.support.responses import EVENTS, checked
@@ -166,3 +167,40 @@ def test_previous_response_id_continues_a_conversation_after_a_reload(browser, s
     assert second["r"]["output_text"] == tok.decode(hf_greedy_ids(history, 12))
     assert second["first"]["output_text"] == first["output_text"]
     page.context.close()
+
+
+AI_SDK = """const ai = await import('/vendor/ai-sdk/index.mjs');
+            const provider = ai.createOpenAI({baseURL: location.origin + '/v1', apiKey: 'unused'});
+            const model = provider('tiny-chat');  // the provider's default: OpenAI's Responses API"""
+WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}}, "required": ["city"],
+           "additionalProperties": False}
+TRIP = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+                                         "days": {"type": "integer", "minimum": 1, "maximum": 9}},
+        "required": ["city", "days"], "additionalProperties": False}
+
+
+def test_the_ai_sdks_openai_provider_generates_streams_calls_tools_and_outputs_objects(tabs):
+    _, client, requests = tabs
+    out = client.evaluate(f"""async ([ask, weather, trip]) => {{
+        {AI_SDK}
+        const seen = [];
+        const text = await ai.generateText({{model, prompt: ask, temperature: 0, maxOutputTokens: 16}});
+        const streamed = ai.streamText({{model, prompt: ask, temperature: 0, maxOutputTokens: 16}});
+        let joined = '';
+        for await (const t of streamed.textStream) joined += t;
+        const getWeather = ai.tool({{description: 'The weather in a city', inputSchema: ai.jsonSchema(weather),
+                                     execute: async (args) => {{ seen.push(args); return {{celsius: 21}}; }}}});
+        const called = await ai.generateText({{model, prompt: 'What is the weather in Paris?', toolChoice: 'required',
+                                              maxOutputTokens: 80, tools: {{get_weather: getWeather}}}});
+        const object = await ai.generateText({{model, prompt: 'Plan a trip.', maxOutputTokens: 80,
+          output: ai.Output.object({{schema: ai.jsonSchema(trip)}})}});
+        return {{text: text.text, finish: text.finishReason, joined, seen, object: object.output,
+                 results: called.toolResults.map((r) => r.output)}};
+      }}""", [ASK, WEATHER, TRIP])
+    tok, _ = hf_chat()
+    assert out["text"] == out["joined"] == tok.decode(hf_greedy_ids([{"role": "user", "content": ASK}], 16))
+    assert out["finish"] in ("stop", "length")
+    assert out["seen"] and all(valid(args, WEATHER) for args in out["seen"])
+    assert out["results"] == [{"celsius": 21}] * len(out["seen"])
+    assert valid(out["object"], TRIP)
+    assert any(u.endswith("/v1/responses") for u in requests)
