@@ -13,6 +13,7 @@ from .core.engine import Engine
 from .core.host import Host
 from .errors import ModelNotSupportedError
 from .index.store import IndexStore
+from .mcp.namespaces import McpNamespaces
 from .servers import ServerPlacement
 from .servers.http import HttpClient
 from .skills.page_tools import ToolRegistry
@@ -35,6 +36,8 @@ class Runtime:
     skills: SkillRegistry = field(init=False)
     tools: ToolRegistry = field(init=False)
     """The tools skills call (the page's, in the worker)."""
+    mcp: McpNamespaces = field(init=False)
+    """The MCP servers whose tools skills of a namespace call."""
     _index: DocumentIndex | None = field(default=None, init=False)
 
     @property
@@ -51,7 +54,7 @@ class Runtime:
         """The CSI skills run against, over this runtime's services."""
         from .skills.engine_csi import EngineCsi  # noqa: PLC0415 - pharia-skill is loaded on first use
 
-        return EngineCsi(self.engine, self.text, lambda: self.index, run_sync, tools=self.tools)
+        return EngineCsi(self.engine, self.text, lambda: self.index, run_sync, tools=self.tools, mcp=self.mcp)
 
 
 def threaded_runner(runtime: Runtime) -> SkillRunner:
@@ -71,7 +74,7 @@ def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
                   http: HttpClient | None = None) -> Runtime:
     """Wire an engine on ``backend`` to its services: language data and skill storage from ``host``,
     documents in ``store`` (in memory by default), skills run by ``skill_runner(runtime)``, the servers
-    of remote models reached through ``http`` (``None``: no remote models)."""
+    of remote models and MCP servers reached through ``http`` (``None``: none)."""
     engine = Engine(backend, ServerPlacement(http) if http is not None else None)
 
     def needs_tokenizer(model_id: str, message: str) -> None:
@@ -82,4 +85,5 @@ def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
     runtime = Runtime(engine, text, store)
     runtime.skills = SkillRegistry(host, skill_runner(runtime), engine)
     runtime.tools = ToolRegistry(engine)
+    runtime.mcp = McpNamespaces(http, engine)
     return runtime

@@ -151,6 +151,10 @@ class ToolRegistry:
         self._entries[parsed.name] = _Entry(parsed, invoke, validator)
         return parsed
 
+    def has(self, name: str) -> bool:
+        """Whether a tool is registered as ``name``."""
+        return name in self._entries
+
     def remove(self, name: Any) -> None:
         """Forget the tool ``name``."""
         if not isinstance(name, str) or name not in self._entries:
