@@ -23,13 +23,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core.scope import cancel_reason
 from ..errors import AbortError, CsiError, ServerError, ServerTimeoutError, ServerUnavailableError
 from ..servers.http import HttpClient, HttpResponse
 from .exchange import Failure, SessionExpired, read_all, read_answer
 
 if TYPE_CHECKING:
-    from ..core.scope import Scope
-    from ..skills.page_tools import CancelWatch
+    from ..core.scope import CancelWatch, Scope
 
 PROTOCOL_VERSION = "2025-11-25"
 SUPPORTED_VERSIONS = ("2025-03-26", "2025-06-18", "2025-11-25")
@@ -237,8 +237,6 @@ class McpClient:
     def _watch(self, scope: Scope | None, what: str) -> Iterator[list[str]]:
         """While the block runs, a cancellation of ``scope`` cancels its task; the block's
         ``CancelledError`` then comes out as ``AbortError``. Yields the reason, once due."""
-        from ..skills.page_tools import cancel_reason  # noqa: PLC0415 - skills import this module
-
         watch, task = self._cancels, asyncio.current_task()
         due: list[str] = []
         if watch is None or scope is None or task is None:

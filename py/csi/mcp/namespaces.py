@@ -19,9 +19,8 @@ from ..servers.endpoints import check_server_url
 from .client import McpClient, McpTool, McpToolResult
 
 if TYPE_CHECKING:
-    from ..core.scope import Scope
+    from ..core.scope import CancelWatch, Scope
     from ..servers.http import HttpClient
-    from ..skills.page_tools import CancelWatch
 
 NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}")
