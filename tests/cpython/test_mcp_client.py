@@ -6,7 +6,6 @@ the server and the tool; a cancelled or timed-out call reaches the server (its t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,13 +24,12 @@ from csi.mcp.client import McpClient
 from csi.servers.asyncio_http import AsyncioHttp
 from csi.testing import ScriptedBackend
 from tests.support.aio import run_async
-from tests.support.mcp_server import McpTestServer, down_url, running_mcp_server
+from tests.support.mcp_server import McpTestServer, down_url
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[McpTestServer]:
-    with running_mcp_server() as s:
-        yield s
+@pytest.fixture
+def server(mcp_server: McpTestServer) -> McpTestServer:
+    return mcp_server
 
 
 def client(url: str, timeout_s: float = 20.0, **kw: Any) -> McpClient:

@@ -16,16 +16,15 @@ from csi.runtime import build_runtime
 from csi.servers.asyncio_http import AsyncioHttp
 from csi.testing import ScriptedBackend
 from csi.worker.app import WorkerApp
-from tests.support.mcp_server import McpTestServer, down_url, running_mcp_server
+from tests.support.mcp_server import McpTestServer, down_url
 from tests.support.mcp_skills import MCP_SLOW, MCP_USER, USER_INPUT, expected_user_output
 
 NAMESPACE = "mcp-tools"
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[McpTestServer]:
-    with running_mcp_server() as s:
-        yield s
+@pytest.fixture
+def server(mcp_server: McpTestServer) -> McpTestServer:
+    return mcp_server
 
 
 class Worker:
