@@ -24,7 +24,7 @@ from csi.mcp.client import McpClient
 from csi.servers.asyncio_http import AsyncioHttp
 from csi.testing import ScriptedBackend
 from tests.support.aio import run_async
-from tests.support.mcp_server import McpTestServer, down_url
+from tests.support.mcp_server import McpTestServer, PagedServer, down_url
 
 
 @pytest.fixture
@@ -45,6 +45,7 @@ async def using(c: McpClient, work: Any) -> Any:
 
 def test_lists_the_servers_tools_with_their_schemas(server: McpTestServer) -> None:
     tools = run_async(using(client(server.mcp), lambda c: c.list_tools()))
+    assert len(tools) > PagedServer.PAGE  # they came in pages (nextCursor)
     by_name = {t.name: t for t in tools}
     assert sorted(by_name) == ["add", "fail", "lookup", "shape_area", "slow"]
     assert by_name["add"].description == "Add two integers."

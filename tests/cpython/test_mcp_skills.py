@@ -47,6 +47,18 @@ class Worker:
         assert reply["type"] == "result", reply
         return reply["result"]
 
+    def sees(self, server: McpTestServer, event: str, label: str) -> None:
+        """Until the server's slow tool called with ``label`` saw ``event``, the worker's loop running
+        meanwhile (what it sends in the background goes out)."""
+        async def poll() -> None:
+            for _ in range(500):
+                if (event, "slow", label) in server.log.events:
+                    return
+                await asyncio.sleep(0.02)
+
+        self.loop.run_until_complete(poll())
+        server.log.wait_for(event, label, timeout=0)
+
     def close(self) -> None:
         self.loop.run_until_complete(self.app.runtime.mcp.disconnect(NAMESPACE)) if self.app.runtime.mcp.serves(
             NAMESPACE) else None
@@ -105,7 +117,7 @@ def test_a_tool_past_the_servers_timeout_fails_the_skill_and_the_server_cancels_
     assert err["name"] == "SkillError"
     assert (f"raised ServerTimeoutError: MCP server '{NAMESPACE}' at {server.mcp}, calling tool 'slow': "
             "no answer within 1 s") in err["message"]
-    server.log.wait_for("cancelled", "skill-deadline")
+    worker.sees(server, "cancelled", "skill-deadline")
 
 
 def test_cancelling_the_skill_reaches_the_server(worker: Worker, server: McpTestServer) -> None:
@@ -124,7 +136,7 @@ def test_cancelling_the_skill_reaches_the_server(worker: Worker, server: McpTest
     worker.loop.run_until_complete(run_then_cancel())
     err = next(m for m in worker.sent if m["id"] == "run" and m["type"] == "error")["error"]
     assert (err["name"], err["message"]) == ("SkillError", "skill mcp_slow was interrupted: the call was cancelled")
-    server.log.wait_for("cancelled", "skill-cancel")
+    worker.sees(server, "cancelled", "skill-cancel")
 
 
 def test_bad_connect_requests_are_refused_by_field(worker: Worker, server: McpTestServer) -> None:

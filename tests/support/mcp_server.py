@@ -22,6 +22,7 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import ListToolsResult, PaginatedRequestParams
 from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
@@ -52,16 +53,30 @@ class McpLog:
     def wait_for(self, event: str, label: str, timeout: float = 10.0) -> None:
         """Until the slow tool called with ``label`` has seen ``event``; AssertionError after ``timeout`` s."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while True:
             if (event, "slow", label) in self.events:
                 return
+            if time.monotonic() >= deadline:
+                break
             time.sleep(0.02)
         raise AssertionError(f"the server saw no {event!r} of the call {label!r}: {self.events}")
 
 
+class PagedServer(MCPServer):
+    """``MCPServer`` listing its tools ``PAGE`` at a time (``nextCursor``), as a server with many would."""
+
+    PAGE = 2
+
+    async def _handle_list_tools(self, ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
+        start = int(params.cursor) if params is not None and params.cursor else 0
+        tools = await self.list_tools()
+        end = start + self.PAGE
+        return ListToolsResult(tools=tools[start:end], next_cursor=str(end) if end < len(tools) else None)
+
+
 def mcp_tools(log: McpLog) -> MCPServer:
     """The test server's tools: ``add``, ``lookup``, ``slow``, ``fail``, ``shape_area`` (nested schema)."""
-    server = MCPServer("csi-test-tools")
+    server = PagedServer("csi-test-tools")
 
     @server.tool(description="Add two integers.")
     def add(a: int, b: int) -> int:

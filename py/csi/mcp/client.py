@@ -212,8 +212,6 @@ class McpClient:
                         self.http.open("POST", self.url, self._request_headers(), body), self.timeout_s)
                 except TimeoutError:
                     raise failure.timeout() from None
-                except ServerUnavailableError as exc:
-                    raise ServerUnavailableError(failure.say(exc.message)) from None
                 if response.status == 404 and had_session and method != "initialize":
                     raise SessionExpired
                 if response.status >= 300:
@@ -222,6 +220,8 @@ class McpClient:
                 result = await read_answer(response, rid, lambda: deadline - loop.time(), failure,
                                            self._in_background)
                 return result, response.headers.get("mcp-session-id")
+            except ServerUnavailableError as exc:  # the port's error: name the server and the call
+                raise ServerUnavailableError(failure.say(exc.message)) from None
             except (ServerTimeoutError, asyncio.CancelledError):
                 # MCP servers take only this for a cancellation (never `initialize`'s)
                 if method != "initialize":
