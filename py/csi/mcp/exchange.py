@@ -149,6 +149,8 @@ async def _read_events(response: HttpResponse, rid: int, left: Callable[[], floa
             elif not line and data:  # an event ends
                 text = b"\n".join(data)
                 data = []
+                if not text.strip():  # a priming event (an id for resuming, no message)
+                    continue
                 try:
                     message = json.loads(text)
                 except ValueError:
