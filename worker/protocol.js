@@ -166,8 +166,9 @@
  *   | "index_create" | "index_put" | "index_delete" | "index_list" | "index_drop" | "llm_infer" | "llm_embeddings"
  *   | "remote_generate" | "remote_llm_type" | "remote_guts" | "skills_register" | "skills_list" | "skills_metadata"
  *   | "skills_run" | "skills_stream" | "skills_remove" | "set_model_aliases" | "set_remotes" | "tools_register"
- *   | "tools_list" | "tools_remove" | "prompt_caches_list" | "prompt_caches_delete" | "prompt_caches_configure"
- *   | "reset_chat" | "unload" | "cancel" | "interrupt" | "boot_timings" | "memory_stats"} MessageType
+ *   | "tools_list" | "tools_remove" | "tools_connect" | "tools_disconnect" | "tools_servers" | "prompt_caches_list"
+ *   | "prompt_caches_delete" | "prompt_caches_configure" | "reset_chat" | "unload" | "cancel" | "interrupt"
+ *   | "boot_timings" | "memory_stats"} MessageType
  *   Every message type: its body is {@link Requests}, its result {@link ResultOf}, its chunks
  *   {@link ChunkOf} (py/csi/worker/routes.py).
  */
@@ -215,6 +216,9 @@ export const ROUTES = Object.freeze(/** @satisfies {Record<MessageType, Mode>} *
   tools_register: "whole",
   tools_list: "whole",
   tools_remove: "whole",
+  tools_connect: "whole",
+  tools_disconnect: "whole",
+  tools_servers: "whole",
   prompt_caches_list: "whole",
   prompt_caches_delete: "whole",
   prompt_caches_configure: "whole",

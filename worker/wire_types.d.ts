@@ -707,6 +707,7 @@ export type SkillRunRequest = {
   name: string;
   input?: JsonValue;
   time_limit_ms?: number | null;
+  namespace?: string | null;
 };
 
 /**
@@ -716,6 +717,7 @@ export type SkillStreamRequest = {
   name: string;
   input?: JsonValue;
   time_limit_ms?: number | null;
+  namespace?: string | null;
 };
 
 export type StreamOptions = {
@@ -799,6 +801,25 @@ export type ToolRegisterRequest = {
   input_schema: {[key: string]: JsonValue};
 };
 
+/**
+ * `tools_connect`: the MCP server at `url` (Streamable HTTP) for the skills of `namespace`.
+ */
+export type ToolServerConnect = {
+  namespace: string;
+  url: string;
+  headers?: {[key: string]: string};
+  label?: string | null;
+  timeout_s?: number;
+};
+
+/**
+ * `tools_disconnect`: the server at `url` in `namespace` (`url` left out: all of them).
+ */
+export type ToolServerRef = {
+  namespace: string;
+  url?: string | null;
+};
+
 export type TopLogprobs = {
   top: number;
 };
@@ -849,6 +870,8 @@ export interface Requests {
   set_remotes: RemotesRequest;
   tools_register: ToolRegisterRequest;
   tools_remove: ToolName;
+  tools_connect: ToolServerConnect;
+  tools_disconnect: ToolServerRef;
   prompt_caches_delete: PromptCacheDeleteRequest;
   prompt_caches_configure: PromptCacheSettingsRequest;
   cancel: CancelRequest;
@@ -1511,6 +1534,15 @@ export type SectionBound = {
 };
 
 /**
+ * A tool as an MCP server lists it.
+ */
+export type ServerTool = {
+  name: string;
+  description: string | null;
+  input_schema: {[key: string]: JsonValue};
+};
+
+/**
  * One item a `@message_stream` skill wrote, as it wrote it.
  */
 export type SkillEvent = MessageBeginEvent | MessageAppendEvent | MessageEndEvent;
@@ -1616,6 +1648,21 @@ export type ToolDescription = {
  */
 export type ToolDescriptions = Array<ToolDescription>;
 
+/**
+ * A server connected in a namespace, with its tools as last listed.
+ */
+export type ToolServer = {
+  namespace: string;
+  url: string;
+  label: string;
+  tools: Array<ServerTool>;
+};
+
+/**
+ * Every MCP server connected, by namespace.
+ */
+export type ToolServers = Array<ToolServer>;
+
 export type TopLogprob = {
   token: string;
   logprob: number;
@@ -1680,6 +1727,9 @@ export interface Results {
   tools_register: ToolDescription;
   tools_list: ToolDescriptions;
   tools_remove: Null;
+  tools_connect: ToolServer;
+  tools_disconnect: ToolServers;
+  tools_servers: ToolServers;
   prompt_caches_list: PromptCacheList;
   prompt_caches_delete: PromptCacheDeleted;
   prompt_caches_configure: PromptCacheSettings;

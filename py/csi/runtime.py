@@ -14,6 +14,7 @@ from .core.host import Host
 from .errors import ModelNotSupportedError
 from .faces.openai.responses_api.store import MemoryResponseStore, ResponseStore
 from .index.store import IndexStore
+from .mcp.namespaces import McpNamespaces
 from .servers import ServerPlacement
 from .servers.http import HttpClient
 from .skills.page_tools import ToolRegistry
@@ -36,6 +37,8 @@ class Runtime:
     skills: SkillRegistry = field(init=False)
     tools: ToolRegistry = field(init=False)
     """The tools skills call (the page's, in the worker)."""
+    mcp: McpNamespaces = field(init=False)
+    """The MCP servers whose tools skills of a namespace call."""
     responses: ResponseStore = field(default_factory=MemoryResponseStore)
     """Stored responses of the Responses API (IndexedDB in the worker)."""
     _index: DocumentIndex | None = field(default=None, init=False)
@@ -54,7 +57,7 @@ class Runtime:
         """The CSI skills run against, over this runtime's services."""
         from .skills.engine_csi import EngineCsi  # noqa: PLC0415 - pharia-skill is loaded on first use
 
-        return EngineCsi(self.engine, self.text, lambda: self.index, run_sync, tools=self.tools)
+        return EngineCsi(self.engine, self.text, lambda: self.index, run_sync, tools=self.tools, mcp=self.mcp)
 
 
 def threaded_runner(runtime: Runtime) -> SkillRunner:
@@ -74,7 +77,7 @@ def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
                   http: HttpClient | None = None, responses: ResponseStore | None = None) -> Runtime:
     """Wire an engine on ``backend`` to its services: language data and skill storage from ``host``,
     documents in ``store`` (in memory by default), skills run by ``skill_runner(runtime)``, the servers
-    of remote models reached through ``http`` (``None``: no remote models), stored responses in
+    of remote models and MCP servers reached through ``http`` (``None``: none), stored responses in
     ``responses`` (in memory by default)."""
     engine = Engine(backend, ServerPlacement(http) if http is not None else None)
 
@@ -88,4 +91,5 @@ def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
         runtime.responses = responses
     runtime.skills = SkillRegistry(host, skill_runner(runtime), engine)
     runtime.tools = ToolRegistry(engine)
+    runtime.mcp = McpNamespaces(http, engine)
     return runtime

@@ -230,6 +230,16 @@ export async function probe(engine, worker) {
   use(/** @type {number} */ (firstTool.name));
   // @ts-expect-error nothing comes back
   use((await engine.tools.remove("t")).x);
+  const server = await engine.tools.connect({ namespace: "n", url: "http://127.0.0.1:9/mcp", timeoutMs: 5000 });
+  use(/** @type {string} */ (server.tools[0].name));
+  use(/** @type {string|undefined|null} */ (server.tools[0].description));
+  // @ts-expect-error a list of tools
+  use(/** @type {string} */ (server.tools));
+  // @ts-expect-error a namespace is required
+  await engine.tools.connect({ url: "http://127.0.0.1:9/mcp" });
+  use(/** @type {string} */ ((await engine.tools.servers())[0].url));
+  use(/** @type {string} */ ((await engine.tools.disconnect({ namespace: "n" }))[0].label));
+  use(await engine.skills.run("s", {}, { namespace: "n" }));
   const [kept] = await engine.cache.list();
   use(/** @type {number} */ (kept.tokens));
   // @ts-expect-error a count

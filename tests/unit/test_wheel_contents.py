@@ -25,6 +25,7 @@ SHIPPED = {
     "worker/remotes.py": "the page's servers of remote models",
     "worker/replies.py": "the replies of the worker's own messages",
     "worker/prompt_caches.py": "the prompt caches kept beyond the page, listed and sized",
+    "worker/tool_servers.py": "the MCP servers connected for skills (engine.tools.connect)",
     # the Pyodide backend, over the JS bridges
     "backends/__init__.py": "the backends' package",
     "backends/pyodide/__init__.py": "the worker's Backend, Host and IndexStore",
@@ -44,6 +45,11 @@ SHIPPED = {
     "servers/call.py": "one request, its errors and cancellation",
     "servers/errors.py": "a server's HTTP errors as typed errors",
     "servers/http.py": "the HTTP port",
+    # tools from MCP servers
+    "mcp/__init__.py": "the MCP client's package",
+    "mcp/client.py": "an MCP server over Streamable HTTP: its tools listed and called",
+    "mcp/exchange.py": "one JSON-RPC exchange: JSON or event-stream answers, typed errors",
+    "mcp/namespaces.py": "the MCP servers connected per namespace, whose tools skills call",
     "backends/pyodide/index_store.py": "the document store over IndexedDB",
     "backends/pyodide/insides.py": "the insides role",
     "backends/pyodide/loading.py": "the loading role (transformers.js)",

@@ -46,7 +46,7 @@ from ..skills.wire import (
     SkillStreamRequest,
 )
 from ..wire import NULL, Null, parse_batch, parse_request
-from . import prompt_caches, remotes
+from . import prompt_caches, remotes, tool_servers
 from .replies import (
     BootTimings,
     BootTimingsReply,
@@ -294,6 +294,13 @@ ROUTES: dict[str, Route] = {
     "tools_register": route(_register_tool, "whole", ToolRegisterRequest, reply=ToolDescription),
     "tools_list": route(_list_tools, "whole", None, reply=ToolDescriptions),
     "tools_remove": route(_remove_tool, "whole", ToolName, reply=Null),
+    # MCP servers whose tools skills of a namespace call
+    "tools_connect": route(lambda c, r: tool_servers.connect(c.runtime.mcp, r, c.scope), "whole",
+                           tool_servers.ToolServerConnect, reply=tool_servers.ToolServer),
+    "tools_disconnect": route(lambda c, r: tool_servers.disconnect(c.runtime.mcp, r), "whole",
+                              tool_servers.ToolServerRef, reply=tool_servers.ToolServers),
+    "tools_servers": route(lambda c, _: tool_servers.listed(c.runtime.mcp), "whole", None,
+                           reply=tool_servers.ToolServers),
     # prompt caches kept beyond the page (engine.cache)
     "prompt_caches_list": route(lambda c, _: prompt_caches.list_caches(c.prompt_caches), "whole", None,
                                 reply=prompt_caches.PromptCacheList),
