@@ -73,17 +73,7 @@ class McpNamespaces:
         """Connect the server at ``url`` in ``namespace`` (replacing the same URL there): its session
         started, its tools listed."""
         check_namespace(namespace)
-        url = check_server_url(url, "url")
-        for name, value in headers.items():
-            if not HEADER_NAME.fullmatch(name) or not isinstance(value, str) or "\n" in value or "\r" in value:
-                raise InvalidInputError(f"{name[:100]!r}: a header is a token name and a value on one line",
-                                        "headers")
-        if not 0 < timeout_s <= MAX_TIMEOUT_S:
-            raise InvalidInputError(f"`timeout_s` must be a number of seconds from 0 (excluded) to {MAX_TIMEOUT_S:g}",
-                                    "timeout_s")
-        if self._http is None:
-            raise NotSupportedError("this engine has no HTTP client to reach MCP servers with", "url")
-        client = McpClient(self._http, url, headers, label or namespace, timeout_s=timeout_s, cancels=self._cancels)
+        client = self.client(url, headers, label or namespace, timeout_s=timeout_s)
         try:
             tools = await client.list_tools(scope)
         except BaseException:
@@ -97,6 +87,22 @@ class McpNamespaces:
         for c in old:
             await c.client.close()
         return connection
+
+    def client(self, url: str, headers: dict[str, str], label: str, *, timeout_s: float = 60.0,
+               params: tuple[str, str] = ("url", "headers")) -> McpClient:
+        """A client of the server at ``url``, checked, in no namespace (the Responses API's ``mcp``
+        tools); errors about the URL and the headers name ``params``."""
+        url = check_server_url(url, params[0])
+        for name, value in headers.items():
+            if not HEADER_NAME.fullmatch(name) or not isinstance(value, str) or "\n" in value or "\r" in value:
+                raise InvalidInputError(f"{name[:100]!r}: a header is a token name and a value on one line",
+                                        params[1])
+        if not 0 < timeout_s <= MAX_TIMEOUT_S:
+            raise InvalidInputError(f"`timeout_s` must be a number of seconds from 0 (excluded) to {MAX_TIMEOUT_S:g}",
+                                    "timeout_s")
+        if self._http is None:
+            raise NotSupportedError("this engine has no HTTP client to reach MCP servers with", params[0])
+        return McpClient(self._http, url, headers, label, timeout_s=timeout_s, cancels=self._cancels)
 
     async def disconnect(self, namespace: str, url: str | None = None) -> list[McpConnection]:
         """Disconnect the server at ``url`` in ``namespace`` (``None``: every server there)."""

@@ -227,8 +227,9 @@ ROUTES: dict[str, Route] = {
     "embeddings": route(lambda c, r: openai.embeddings(c.runtime.engine, r, c.scope), "whole",
                         openai_protocol.EmbeddingRequest, reply=responses.CreateEmbeddingResponse),
     # the Prompt API facade (web/prompt_api.js): a conversation's tokens, nothing generated
-    "responses_create": streamed(lambda c, r: responses_api.create_response(c.runtime.engine, c.runtime.responses, r,
-                                                                             c.scope),
+    "responses_create": streamed(lambda c, r: responses_api.create_response(
+        c.runtime.engine, c.runtime.responses, r, c.scope,
+        lambda url, headers, label, params: c.runtime.mcp.client(url, headers, label, params=params)),
                                  response_protocol.ResponseCreateRequest, reply=response_objects.ResponseObject,
                                  chunk=response_objects.ResponseStreamEvent),
     "responses_retrieve": route(lambda c, r: responses_api.retrieve(c.runtime.responses, r), "whole",

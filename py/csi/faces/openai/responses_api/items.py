@@ -50,6 +50,16 @@ def _text(parts: str | list[dict[str, Any]]) -> str:
     return "".join(p.get("text", p.get("refusal", "")) for p in parts)
 
 
+def _call_result(item: dict[str, Any]) -> str:
+    """What the model reads of an MCP call: its output, or its error."""
+    error = item.get("error")
+    if error is None:
+        return str(item.get("output") or "")
+    if isinstance(error, dict) and isinstance(error.get("content"), list):
+        return "error: " + _text(error["content"])
+    return "error: " + str(error.get("message", error) if isinstance(error, dict) else error)
+
+
 def chat_messages(items: list[dict[str, Any]], instructions: str | None) -> list[dict[str, Any]]:
     """The chat messages of a conversation's items: function calls (and MCP calls, with their
     results) join the assistant turn before them; approval items carry no turn."""
@@ -79,8 +89,7 @@ def chat_messages(items: list[dict[str, Any]], instructions: str | None) -> list
             turn.setdefault("tool_calls", []).append(
                 {"id": call_id, "type": "function", "function": {"name": item["name"], "arguments": item["arguments"]}})
             if kind == "mcp_call":
-                result = item.get("output") if item.get("error") is None else f"error: {item['error']}"
-                messages.append({"role": "tool", "tool_call_id": call_id, "content": result or ""})
+                messages.append({"role": "tool", "tool_call_id": call_id, "content": _call_result(item)})
         elif kind == "function_call_output":
             messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": _text(item["output"])})
     return messages

@@ -56,7 +56,9 @@ class McpCallOut(BaseModel):
     name: str
     arguments: str
     output: str | None = None
-    error: str | None = None
+    error: dict[str, Any] | None = None
+    """OpenAI's shapes: ``{type: "mcp_tool_execution_error", content}`` (the tool failed) or
+    ``{type: "mcp_protocol_error", code, message}`` (the call was not made)."""
     approval_request_id: str | None = None
     status: Literal["in_progress", "completed", "incomplete", "calling", "failed"] = "in_progress"
 

@@ -5,15 +5,30 @@ deltas and closed, each event numbered."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ....core.decode import GenerationStats
 from ....core.generation import Generation
 from ....core.tools import ArgumentsPiece, CallStart, TextPiece, ToolEvent
+from ....errors import AbortError
 from ..responses import TokenLogprob
 from ..serving import token_logprobs
 from .items import new_id
-from .objects import FunctionCallOut, OutputItem, OutputMessage, OutputTextPart, ResponseObject, ResponseStreamEvent
+from .objects import (
+    FunctionCallOut,
+    McpApprovalRequestOut,
+    McpCallOut,
+    OutputItem,
+    OutputMessage,
+    OutputTextPart,
+    ResponseObject,
+    ResponseStreamEvent,
+)
+
+if TYPE_CHECKING:
+    from .mcp_tools import McpServers
+
+Call = FunctionCallOut | McpCallOut | McpApprovalRequestOut
 
 
 class Sequence:
@@ -31,13 +46,20 @@ class Sequence:
 class ReplyItems:
     """The output items of one model reply, appended to ``response.output`` as they begin."""
 
-    def __init__(self, seq: Sequence, response: ResponseObject) -> None:
+    def __init__(self, seq: Sequence, response: ResponseObject, mcp: McpServers | None = None) -> None:
         self.seq = seq
         self.response = response
+        self.mcp = mcp
         self.message: OutputMessage | None = None
-        self.call: FunctionCallOut | None = None
+        self.call: Call | None = None
         self.pending: list[TokenLogprob] = []
+        self.blank = ""
         self.calls: list[FunctionCallOut] = []
+        """The function calls for the client to run."""
+        self.mcp_calls: list[McpCallOut] = []
+        """The MCP calls for the engine to run (their items not yet done)."""
+        self.aborted = False
+        """An MCP call was cancelled with the request."""
 
     def _add(self, item: OutputItem) -> Iterator[ResponseStreamEvent]:
         self.response.output.append(item)
@@ -51,6 +73,10 @@ class ReplyItems:
         self.pending.extend(logprobs)
         if not text:
             return
+        if self.message is None and not (self.blank + text).strip():
+            self.blank += text  # no message of blanks alone (such as the newline after a tool call)
+            return
+        text, self.blank = self.blank + text, ""
         yield from self.close_call()
         if self.message is None:
             self.message = OutputMessage(id=new_id("message"))
@@ -81,28 +107,77 @@ class ReplyItems:
         yield self.seq.event("response.output_item.done", output_index=index, item=message.model_copy(deep=True))
 
     def start_call(self, call_id: str, name: str) -> Iterator[ResponseStreamEvent]:
+        self.blank = ""
         yield from self.close_message()
         yield from self.close_call()
-        self.call = FunctionCallOut(id=new_id("function_call"), call_id=call_id, name=name)
-        self.calls.append(self.call)
+        server = self.mcp.server_of(name) if self.mcp is not None else None
+        if server is not None and self.mcp is not None and self.mcp.needs_approval(server, name):
+            self.call = McpApprovalRequestOut(id=new_id("mcp_approval_request"), server_label=server.spec.server_label,
+                                              name=name, arguments="")
+        elif server is not None:
+            self.call = McpCallOut(id=new_id("mcp_call"), server_label=server.spec.server_label, name=name,
+                                   arguments="")
+            self.mcp_calls.append(self.call)
+        else:
+            self.call = FunctionCallOut(id=new_id("function_call"), call_id=call_id, name=name)
+            self.calls.append(self.call)
         yield from self._add(self.call)
 
     def arguments(self, text: str) -> Iterator[ResponseStreamEvent]:
         if self.call is None or not text:
             return
         self.call.arguments += text
-        yield self.seq.event("response.function_call_arguments.delta", item_id=self.call.id,
-                             output_index=self._index(self.call), delta=text)
+        kind = {"function_call": "response.function_call_arguments.delta",
+                "mcp_call": "response.mcp_call_arguments.delta"}.get(self.call.type)
+        if kind is not None:
+            yield self.seq.event(kind, item_id=self.call.id, output_index=self._index(self.call), delta=text)
 
     def close_call(self, status: str = "completed") -> Iterator[ResponseStreamEvent]:
+        """Close the call being written; an MCP call stays open until the engine has made it."""
         call, self.call = self.call, None
         if call is None:
             return
         index = self._index(call)
-        yield self.seq.event("response.function_call_arguments.done", item_id=call.id, output_index=index,
-                             arguments=call.arguments, name=call.name)
-        call.status = status  # type: ignore[assignment]
+        if isinstance(call, McpCallOut):
+            yield self.seq.event("response.mcp_call_arguments.done", item_id=call.id, output_index=index,
+                                 arguments=call.arguments)
+            if status != "completed":
+                self.mcp_calls.remove(call)
+                call.status = "incomplete"
+                yield self.seq.event("response.output_item.done", output_index=index, item=call.model_copy(deep=True))
+            return
+        if isinstance(call, FunctionCallOut):
+            yield self.seq.event("response.function_call_arguments.done", item_id=call.id, output_index=index,
+                                 arguments=call.arguments, name=call.name)
+            call.status = status  # type: ignore[assignment]
         yield self.seq.event("response.output_item.done", output_index=index, item=call.model_copy(deep=True))
+
+    def drop_mcp_calls(self) -> Iterator[ResponseStreamEvent]:
+        """Leave the reply's MCP calls unmade (``max_tool_calls`` reached): their items ``incomplete``."""
+        for call in self.mcp_calls:
+            call.status = "incomplete"
+            yield self.seq.event("response.output_item.done", output_index=self._index(call),
+                                 item=call.model_copy(deep=True))
+        self.mcp_calls = []
+
+    async def run_mcp_calls(self, scope: Any) -> AsyncIterator[ResponseStreamEvent]:
+        """Make the reply's MCP calls, one after the other, each item done once its server answered."""
+        assert self.mcp is not None
+        for call in self.mcp_calls:
+            index = self._index(call)
+            if self.aborted:
+                call.status = "incomplete"
+                yield self.seq.event("response.output_item.done", output_index=index, item=call.model_copy(deep=True))
+                continue
+            yield self.seq.event("response.mcp_call.in_progress", item_id=call.id, output_index=index)
+            try:
+                await self.mcp.call(call, scope)
+            except AbortError:  # the request was cancelled or interrupted: the server has been told
+                self.aborted = True
+                call.status = "incomplete"
+            kind = "response.mcp_call.completed" if call.status == "completed" else "response.mcp_call.failed"
+            yield self.seq.event(kind, item_id=call.id, output_index=index)
+            yield self.seq.event("response.output_item.done", output_index=index, item=call.model_copy(deep=True))
 
     def close(self, status: str) -> Iterator[ResponseStreamEvent]:
         yield from self.close_message(status)

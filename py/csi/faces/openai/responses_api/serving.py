@@ -17,7 +17,9 @@ from ....core.generation import Generation
 from ....core.scope import Scope
 from ....errors import CsiError, InvalidInputError, NotFoundError
 from ..protocol import ChatCompletionRequest
-from .items import chat_messages, check_ends_with_a_question, input_items
+from .approvals import approved_calls
+from .items import chat_messages, check_ends_with_a_question, input_items, new_id
+from .mcp_tools import McpServers, OpenClient
 from .objects import (
     DeletedResponse,
     IncompleteDetails,
@@ -29,7 +31,14 @@ from .objects import (
     ResponseUsage,
 )
 from .output import ReplyItems, Sequence, reply_events
-from .protocol import FunctionTool, InputItemsRequest, NamedFunctionChoice, ResponseCreateRequest, ResponseIdRequest
+from .protocol import (
+    FunctionTool,
+    InputItemsRequest,
+    NamedFunctionChoice,
+    NamedMcpChoice,
+    ResponseCreateRequest,
+    ResponseIdRequest,
+)
 from .store import ResponseStore
 
 # ---- the request as a chat completion ---------------------------------------------------------------
@@ -41,15 +50,20 @@ def _tool(tool: FunctionTool) -> dict[str, Any]:
 
 
 def chat_request(req: ResponseCreateRequest, messages: list[dict[str, Any]],
-                 extra_tools: list[dict[str, Any]] | None = None) -> ChatCompletionRequest:
-    """The chat completion request this response runs as (``extra_tools``: MCP servers' tools)."""
+                 extra_tools: list[dict[str, Any]] | None = None, first: bool = True,
+                 last: bool = False) -> ChatCompletionRequest:
+    """The chat completion request this response runs as (``extra_tools``: MCP servers' tools). A
+    ``tool_choice`` that forces a call holds for the first reply; the replies after MCP calls
+    (``first=False``) choose freely, and the ``last`` one (no calls left) answers in text."""
     body: dict[str, Any] = {"messages": messages, "model": req.model}
     tools = [_tool(t) for _, t in req.function_tools] + (extra_tools or [])
     if tools:
         body["tools"] = tools
-    choice = req.tool_choice
+    choice = "none" if last else req.tool_choice if first or req.tool_choice == "none" else "auto"
     if isinstance(choice, NamedFunctionChoice):
         body["tool_choice"] = {"type": "function", "function": {"name": choice.name}}
+    elif isinstance(choice, NamedMcpChoice):  # one of that server's tools
+        body["tool_choice"] = {"type": "function", "function": {"name": choice.name}} if choice.name else "required"
     elif isinstance(choice, str):
         body["tool_choice"] = choice
     for name, value in (("parallel_tool_calls", req.parallel_tool_calls), ("max_tokens", req.max_output_tokens),
@@ -157,23 +171,80 @@ async def earlier_items(store: ResponseStore, previous: str | None) -> list[dict
     return [*record["context"], *record["input_items"], *record["response"]["output"]]
 
 
+MAX_ROUNDS = 8
+"""Model replies per response at most, when MCP calls are made between them (the last one is asked
+for text, as is the one after ``max_tool_calls`` calls)."""
+
+
 async def response_events(engine: Engine, store: ResponseStore, req: ResponseCreateRequest,
-                          scope: Scope | None = None) -> AsyncIterator[ResponseStreamEvent]:
-    """A response's events: created, in progress, its items' events, then completed or incomplete."""
-    if req.mcp_tools:
-        raise InvalidInputError("MCP servers are not reached yet", f"tools[{req.mcp_tools[0][0]}]")
+                          scope: Scope | None = None,
+                          open_client: OpenClient | None = None) -> AsyncIterator[ResponseStreamEvent]:
+    """A response's events: created, in progress, its items' events, then completed or incomplete.
+    With ``mcp`` tools, their servers' tools are listed first, and the model's calls of them are
+    made (or put up for approval) between its replies."""
+    servers = McpServers(req, open_client)
+    try:
+        async for event in _events(engine, store, req, scope, servers):
+            yield event
+    finally:
+        await servers.close()
+
+
+async def _events(engine: Engine, store: ResponseStore, req: ResponseCreateRequest, scope: Scope | None,
+                  servers: McpServers) -> AsyncIterator[ResponseStreamEvent]:
     earlier = await earlier_items(store, req.previous_response_id)
     given = input_items(req.input or "", earlier)
-    check_ends_with_a_question(given)
-    chat = chat_request(req, chat_messages([*earlier, *given], req.instructions))
-    gen = generate(engine, chat, req, scope)
+    await servers.list_all({t.name for _, t in req.function_tools}, scope)
+    approved = approved_calls(given, earlier, servers)
+    check_ends_with_a_question([*given, *(c.model_dump() for c in approved)])
+    gen = generate(engine, _chat(req, [*earlier, *given, *(c.model_dump() for c in approved)], servers), req, scope)
     response = new_response(req, gen.model.model_id)
     seq = Sequence()
     yield seq.event("response.created", response=response.model_copy(deep=True))
     yield seq.event("response.in_progress", response=response.model_copy(deep=True))
-    stats: list[GenerationStats] = []
-    async for event in reply_events(gen, ReplyItems(seq, response), req.logprobs, stats):
+    for listed in servers.list_items(new_id):
+        response.output.append(listed)
+        index = len(response.output) - 1
+        yield seq.event("response.output_item.added", output_index=index, item=listed.model_copy(update={"tools": []}))
+        yield seq.event("response.mcp_list_tools.in_progress", item_id=listed.id, output_index=index)
+        yield seq.event("response.mcp_list_tools.completed", item_id=listed.id, output_index=index)
+        yield seq.event("response.output_item.done", output_index=index, item=listed.model_copy(deep=True))
+    items = ReplyItems(seq, response, servers)
+    for call in approved:
+        response.output.append(call)
+        index = len(response.output) - 1
+        yield seq.event("response.output_item.added", output_index=index, item=call.model_copy(deep=True))
+        if call.status == "failed":  # denied: not made
+            yield seq.event("response.output_item.done", output_index=index, item=call.model_copy(deep=True))
+    items.mcp_calls = [c for c in approved if c.status == "in_progress"]
+    async for event in items.run_mcp_calls(scope):
         yield event
+    stats: list[GenerationStats] = []
+    if items.aborted:  # no reply after a cancelled approved call
+        stats.append(GenerationStats(finish_reason="abort"))
+    made = len(items.mcp_calls)
+    for round_ in range(0 if items.aborted else MAX_ROUNDS):
+        if round_ or approved:
+            outputs = [o.model_dump(mode="json") for o in response.output]
+            last = round_ == MAX_ROUNDS - 1 or (req.max_tool_calls is not None and made >= req.max_tool_calls)
+            gen = generate(engine, _chat(req, [*earlier, *given, *outputs], servers, round_ == 0, last), req, scope)
+        items = ReplyItems(seq, response, servers)
+        async for event in reply_events(gen, items, req.logprobs, stats):
+            yield event
+        if not items.mcp_calls:
+            break
+        made += len(items.mcp_calls)
+        if req.max_tool_calls is not None and made > req.max_tool_calls:  # a reply of parallel calls, too many
+            for event in items.drop_mcp_calls():
+                yield event
+            break
+        async for event in items.run_mcp_calls(scope):
+            yield event
+        if items.aborted:
+            stats[-1].finish_reason = "abort"
+            break
+        if items.calls or stats[-1].finish_reason != "stop":
+            break  # the client runs its own calls; a cut reply is not continued
     finish(response, stats)
     if response.store:
         await store.put(response.id, {"response": response.model_dump(mode="json"), "input_items": given,
@@ -182,10 +253,17 @@ async def response_events(engine: Engine, store: ResponseStore, req: ResponseCre
     yield seq.event(kind, response=response)
 
 
+def _chat(req: ResponseCreateRequest, items: list[dict[str, Any]], servers: McpServers,
+          first: bool = True, last: bool = False) -> ChatCompletionRequest:
+    return chat_request(req, chat_messages(items, req.instructions), servers.functions(), first, last)
+
+
 async def create_response(engine: Engine, store: ResponseStore, req: ResponseCreateRequest,
-                          scope: Scope | None = None) -> ResponseObject | AsyncIterator[ResponseStreamEvent]:
-    """``responses.create``: the events when the request says ``stream: true``, else the response."""
-    events = response_events(engine, store, req, scope)
+                          scope: Scope | None = None,
+                          open_client: OpenClient | None = None) -> ResponseObject | AsyncIterator[ResponseStreamEvent]:
+    """``responses.create``: the events when the request says ``stream: true``, else the response;
+    ``open_client`` reaches the request's MCP servers (``None``: none can be)."""
+    events = response_events(engine, store, req, scope, open_client)
     if req.stream:
         return events
     last: ResponseStreamEvent | None = None
