@@ -159,7 +159,7 @@ def test_an_abort_during_a_call_reaches_the_server(engine, store, mcp_server: Mc
 
     final = checked(run_async(go()))
     call = next(i for i in final["output"] if i["type"] == "mcp_call")
-    assert final["status"] == "cancelled" and call["status"] == "incomplete" and call["output"] is None, (call, called())
+    assert final["status"] == "cancelled" and call["status"] == "incomplete" and call["output"] is None, call
     for _ in range(250):
         if [e for e in called() if e[0] == "cancelled"]:
             break
