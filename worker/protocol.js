@@ -35,6 +35,9 @@
 // - `tools_register`: a tool the page runs (its function stays on the page; the worker asks for
 //   each call with a {@link ToolCallMessage}), replacing one of the same name. Result: its
 //   {@link ToolSpec}. `tools_list`: result `ToolSpec[]`, by name. `tools_remove`: result null.
+// - `tools_connect`: an MCP server (Streamable HTTP) whose tools the skills run in `namespace`
+//   (`skills_run`/`skills_stream` with `namespace`) call; its session started and its tools listed.
+//   Result: the server and its tools. `tools_disconnect`: the servers ended; `tools_servers`: all.
 // - `cancel`: end the request whose id is `target` (running or queued) with finish_reason
 //   "abort"; a skill call is interrupted (`SkillError`).
 // - `interrupt`: end the running generations at their next token (finish_reason "abort"), and the

@@ -57,7 +57,10 @@ export function mountToolServers(root) {
       const details = el("details", "mcp-tool");
       const summary = el("summary");
       summary.append(el("code", "", tool.name), el("span", "hint", tool.description ? ` ${tool.description}` : ""));
-      details.append(summary, el("pre", "", JSON.stringify(tool.input_schema, null, 2)));
+      const schema = el("pre", "", JSON.stringify(tool.input_schema, null, 2));
+      schema.tabIndex = 0; // it may scroll: the keyboard reaches it
+      schema.setAttribute("aria-label", `Input schema of ${tool.name}`);
+      details.append(summary, schema);
       const li = el("li");
       li.dataset.tool = tool.name;
       li.append(details);

@@ -53,11 +53,13 @@ class Runtime:
             self._index = DocumentIndex(self.engine, self.text, self.store or MemoryIndexStore())
         return self._index
 
-    def csi(self, run_sync: RunSync) -> EngineCsi:
-        """The CSI skills run against, over this runtime's services."""
+    def csi(self, run_sync: RunSync, namespace: str | None = None) -> EngineCsi:
+        """The CSI skills run against, over this runtime's services (its tools: the page's, and
+        those of the MCP servers connected in ``namespace``)."""
         from .skills.engine_csi import EngineCsi  # noqa: PLC0415 - pharia-skill is loaded on first use
 
-        return EngineCsi(self.engine, self.text, lambda: self.index, run_sync, tools=self.tools, mcp=self.mcp)
+        return EngineCsi(self.engine, self.text, lambda: self.index, run_sync, tools=self.tools, mcp=self.mcp,
+                         namespace=namespace)
 
 
 def threaded_runner(runtime: Runtime) -> SkillRunner:

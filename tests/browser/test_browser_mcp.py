@@ -33,7 +33,8 @@ def connect(ep, url: str, **more) -> dict:
 
 def test_a_skill_calls_the_tools_of_a_connected_server(mcp_page, mcp_server):
     ep = mcp_page
-    server = connect(ep, mcp_server.mcp)
+    server = connect(ep, mcp_server.mcp, headers={"Authorization": "Bearer page"})
+    assert mcp_server.log.authorizations.count("Bearer page") >= 3  # initialize, initialized, tools/list
     assert (server["namespace"], server["url"], server["label"]) == (NAMESPACE, mcp_server.mcp, NAMESPACE)
     tools = {t["name"]: t for t in server["tools"]}
     assert sorted(tools) == ["add", "fail", "lookup", "shape_area", "slow"]

@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from tests.browser.test_browser_skill_studio import axe_violations, open_studio, register, run_and_wait, type_skill
+from tests.browser.test_browser_skill_studio import (
+    RESULTS,
+    axe_violations,
+    open_studio,
+    register,
+    run_and_wait,
+    type_skill,
+)
 from tests.support.mcp_server import McpTestServer, down_url
 
 pytestmark = pytest.mark.browser
@@ -54,7 +61,7 @@ def test_a_person_adds_an_mcp_server_sees_its_tools_and_a_skill_calls_one(browse
         assert shown == ["add", "lookup", "slow", "fail", "shape_area"]  # as the server lists them
         page.click("#mcp-servers [data-tool='shape_area'] summary")
         assert '"$ref": "#/$defs/Point"' in page.inner_text("#mcp-servers [data-tool='shape_area'] pre")
-        page.screenshot(path="test-results/playground-tools.png", full_page=True)
+        page.screenshot(path=str(RESULTS / "playground_tools.png"), full_page=True)
         assert axe_violations(page) == []
 
         type_skill(page, "city-fact", CITY_FACT)

@@ -179,3 +179,10 @@ def test_cancelling_the_task_reaches_the_server(server: McpTestServer) -> None:
 
     run_async(call())
     server.log.wait_for("cancelled", "task")
+
+
+def test_arguments_that_are_not_json_are_refused_before_anything_is_sent(server: McpTestServer) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        run_async(using(client(server.mcp), lambda c: c.call_tool("add", {"a": float("nan"), "b": 1})))
+    assert caught.value.param == "arguments"
+    assert "calling tool 'add': the arguments are not JSON" in caught.value.message

@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 
 from csi.backends.local_host import LocalHost
+from csi.local import LOCAL_NAMESPACE, local_csi
 from csi.runtime import build_runtime
 from csi.servers.asyncio_http import AsyncioHttp
 from csi.testing import ScriptedBackend
 from csi.worker.app import WorkerApp
 from tests.support.mcp_server import McpTestServer, down_url
 from tests.support.mcp_skills import MCP_SLOW, MCP_USER, USER_INPUT, expected_user_output
+from tests.support.paths import DIST
 
 NAMESPACE = "mcp-tools"
 
@@ -150,3 +152,14 @@ def test_bad_connect_requests_are_refused_by_field(worker: Worker, server: McpTe
     assert (err["name"], err["param"]) == ("InvalidInputError", "namespace")
 
 
+
+
+def test_local_csi_serves_an_mcp_servers_tools_to_a_skill_called_from_python(server: McpTestServer) -> None:
+    """The stand-in for the SDK's DevCsi, with ``tool_servers``: the same answers, the skill called directly."""
+    module: dict[str, Any] = {}
+    exec(compile(MCP_USER, "<mcp_user>", "exec", dont_inherit=True), module)  # not our __future__ imports
+    with local_csi(DIST, [], tool_servers=[{"url": server.mcp, "headers": {"Authorization": "Bearer local"}}]) as csi:
+        out = module["mcp_user"](csi, module["Input"](**USER_INPUT))
+    assert server.log.authorizations.count("Bearer local") >= 6  # the session, the listings and the calls
+    assert out.model_dump() == {**expected_user_output(), "unknown": expected_user_output()["unknown"].replace(
+        "'mcp-tools'", f"'{LOCAL_NAMESPACE}'")}

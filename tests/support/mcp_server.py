@@ -49,6 +49,8 @@ class McpLog:
     """What the server's tools saw, in order: ``(event, tool, detail)``."""
 
     events: list[tuple[str, str, str]] = field(default_factory=list)
+    authorizations: list[str] = field(default_factory=list)
+    """The ``Authorization`` headers of the requests to ``/mcp``, in order."""
 
     def wait_for(self, event: str, label: str, timeout: float = 10.0) -> None:
         """Until the slow tool called with ``label`` has seen ``event``; AssertionError after ``timeout`` s."""
@@ -148,6 +150,18 @@ async def _misbehave(request: Request) -> Response:
     return MISBEHAVIOURS[how](body.get("id") if isinstance(body, dict) else None)
 
 
+class _RecordAuthorization:
+    """ASGI middleware: notes each ``/mcp`` request's ``Authorization`` header in the log."""
+
+    def __init__(self, app: Any, log: McpLog) -> None:
+        self.app, self.log = app, log
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/mcp") and scope["method"] != "OPTIONS":
+            self.log.authorizations.extend(v.decode() for k, v in scope["headers"] if k == b"authorization")
+        await self.app(scope, receive, send)
+
+
 def mcp_app(log: McpLog) -> Starlette:
     """The MCP server at ``/mcp`` and the misbehaving endpoints, with CORS for any origin."""
     inner = mcp_tools(log).streamable_http_app(
@@ -159,6 +173,7 @@ def mcp_app(log: McpLog) -> Starlette:
     bad = [Route("/bad/{how}", _misbehave, methods=["POST", "DELETE"]), Route("/log", show_log, methods=["GET"])]
     # the SDK's app runs its session manager in its lifespan: keep it, and mount it at the root
     app = Starlette(routes=[*bad, Mount("/", app=inner)], lifespan=lambda _: inner.router.lifespan_context(inner))
+    app.add_middleware(_RecordAuthorization, log=log)
     app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"],
                        expose_headers=["Mcp-Session-Id"])
     return app

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.scope import cancel_reason
-from ..errors import AbortError, CsiError, ServerError, ServerTimeoutError, ServerUnavailableError
+from ..errors import AbortError, CsiError, InvalidInputError, ServerError, ServerTimeoutError, ServerUnavailableError
 from ..servers.http import HttpClient, HttpResponse
 from .exchange import Failure, SessionExpired, read_all, read_answer
 
@@ -199,7 +199,11 @@ class McpClient:
                         scope: Scope | None) -> tuple[dict[str, Any], str | None]:
         """POST the request ``method`` and read its result (and the session id the server gave)."""
         rid = next(self._ids)
-        body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode()
+        try:
+            body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params},
+                              allow_nan=False).encode()
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"{self.where}, {what}: the arguments are not JSON ({exc})", "arguments") from None
         failure = Failure(self.where, what, self.timeout_s)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout_s
