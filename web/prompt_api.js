@@ -32,6 +32,7 @@ import { install } from "./prompt_api_install.js";
  * @typedef {import("./prompt_api_input.js").SamplingMode} SamplingMode
  * @typedef {import("./prompt_api_input.js").Expected} Expected
  * @typedef {import("./prompt_api_engine.js").FacadeConfig} FacadeConfig
+ * @typedef {import("./prompt_api_tools.js").ToolSet} ToolSet
  * @typedef {import("./prompt_api_engine.js").Availability} Availability
  * @typedef {import("./engine.js").WebWorkerEngine} WebWorkerEngine
  * @typedef {{responseConstraint?: object, omitResponseConstraintInput?: boolean, signal?: AbortSignal}} PromptOptions
@@ -39,7 +40,7 @@ import { install } from "./prompt_api_install.js";
  *            initial: TextMessage[], turns: TextMessage[][], usage: number, temperature: number, topK: number,
  *            chosen: import("./prompt_api_input.js").ChosenSampling,
  *            samplingMode: SamplingMode|null, expectedInputs: Expected[], expectedOutputs: Expected[],
- *            tools: import("./prompt_api_tools.js").ToolSet|null}} SessionState
+ *            tools: ToolSet|null}} SessionState
  */
 
 const source = new EngineSource();
@@ -320,7 +321,7 @@ export class LanguageModel extends EventTarget {
       const { count } = await this.#fit(added, null, signal);
       return { count, window: s.window, history: this.#history() };
     };
-    const r = await promptWithTools({ engine: s.engine, model: s.model, set: /** @type {any} */ (s.tools),
+    const r = await promptWithTools({ engine: s.engine, model: s.model, set: /** @type {ToolSet} */ (s.tools),
       maxTokens: s.maxTokens, sampling: this.#sampling() }, messages, fit, signal, chunk);
     s.turns.push([...r.added, { role: "assistant", content: r.last, prefix: false }]);
     s.usage = r.count + r.generated;
@@ -406,7 +407,10 @@ export class LanguageModel extends EventTarget {
 
 /**
  * Make this facade `globalThis.LanguageModel` where the browser has no usable one of its own, and
- * configure it (see prompt_api_install.js).
+ * configure it (see {@link LanguageModel.configure}). `replace` says when a browser's own
+ * LanguageModel gives way: "unavailable" (the default: when its `availability()` says
+ * "unavailable", e.g. Chromium without Google's model), "never", or "always". Resolves to the
+ * `LanguageModel` the page now has: the browser's, left as it is, or this one.
  * @param {FacadeConfig} [config] @param {{replace?: "unavailable"|"never"|"always"}} [options]
  * @returns {Promise<any>}
  */

@@ -5,11 +5,7 @@
 /** @typedef {import("./prompt_api_engine.js").FacadeConfig} FacadeConfig */
 
 /**
- * Make the facade (`LanguageModel`) `globalThis.LanguageModel` where the browser has no usable one
- * of its own, and configure it (see `LanguageModel.configure`). `replace` says when a browser's own
- * LanguageModel gives way: "unavailable" (the default: when its `availability()` says
- * "unavailable", e.g. Chromium without Google's model), "never", or "always". Resolves to the
- * `LanguageModel` the page now has: the browser's, left as it is, or this one.
+ * `installLanguageModel` (prompt_api.js) of the facade `LanguageModel`.
  * @param {typeof import("./prompt_api.js").LanguageModel} LanguageModel
  * @param {FacadeConfig} [config] @param {{replace?: "unavailable"|"never"|"always"}} [options]
  * @returns {Promise<any>}
