@@ -61,13 +61,14 @@ def calls_and_results(request: dict[str, Any]) -> tuple[list[dict[str, Any]], di
 
 
 def test_the_explainers_weather_example_answers_with_the_tools_result(page: PromptPage) -> None:
-    """SmolLM2, greedy, the explainer's options as they are (tool-call and tool-response expected):
-    the model calls the tool for Seattle, execute's report goes back, and the answer quotes it."""
+    """SmolLM2, greedy, the explainer's options (tool-call and tool-response expected), with csi-web's
+    `toolChoice: "required"` (SmolLM2-135M answers from its own guesses otherwise): it calls the tool
+    for Seattle, execute's report goes back, and the answer uses it; without the tool, it does not."""
     out = page.value(SPY + """
         LanguageModel.configure({engine, model: 'smollm2-135m-instruct', maxTokens: 64});
         const asked = [];
         const session = await LanguageModel.create({
-          engine: spy, model: 'smollm2-135m-instruct', samplingMode: 'most-predictable',
+          engine: spy, model: 'smollm2-135m-instruct', samplingMode: 'most-predictable', toolChoice: 'required',
           initialPrompts: [{role: 'system',
                             content: 'You are a helpful assistant. You can use tools to help the user.'}],
           expectedInputs: [{type: 'text', languages: ['en']}, {type: 'tool-response'}],
@@ -78,16 +79,18 @@ def test_the_explainers_weather_example_answers_with_the_tools_result(page: Prom
               location: {type: 'string', description: 'The city to check for the weather condition.'}}},
             async execute({location}) {
               asked.push(location);
-              return JSON.stringify({location, temperature: '17 degrees Celsius', sky: 'overcast'});
+              return '14°C, foggy';
             },
           }]});
         const answer = await session.prompt('What is the weather in Seattle?');
-        return {asked, answer, seen, usage: session.contextUsage};""")
+        const guess = await (await LanguageModel.create({samplingMode: 'most-predictable', initialPrompts: [
+          {role: 'system', content: 'You are a helpful assistant.'}]})).prompt('What is the weather in Seattle?');
+        return {asked, answer, guess, seen};""")
     assert out["asked"] and all("Seattle" in city for city in out["asked"]), out
     calls, results = calls_and_results(out["seen"][-1])
     assert [json.loads(c["function"]["arguments"])["location"] for c in calls] == out["asked"]
-    assert all("17 degrees" in results[c["id"]] for c in calls)
-    assert "17" in out["answer"], out["answer"]
+    assert all(results[c["id"]] == "14°C, foggy" for c in calls)
+    assert "fog" in out["answer"].lower() and "fog" not in out["guess"].lower(), out
 
 
 def test_execute_gets_schema_valid_arguments_and_its_result_goes_back_to_the_model(tools: PromptPage) -> None:
