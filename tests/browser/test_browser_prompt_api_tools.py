@@ -121,25 +121,30 @@ def test_execute_gets_schema_valid_arguments_and_its_result_goes_back_to_the_mod
 
 
 def test_a_throwing_execute_and_cut_arguments_are_errors_the_model_reads(tools: PromptPage) -> None:
-    """execute throws: its message goes back as the call's result. A call cut short (maxTokens)
-    has arguments that are not JSON: execute does not run and the model is told why. Both
-    prompts still answer."""
+    """execute throws: its message goes back as the call's result. A call cut short by maxTokens
+    (the first limit, going up, that cuts it inside its arguments) has arguments that are not
+    JSON: execute does not run and the model is told why. Both prompts still answer."""
     out = tools.value(SPY + """
         const broken = {...arg, execute() { throw new Error('the weather station is offline'); }};
         const thrown = await (await tiny({tools: [broken]})).prompt('Weather in Oslo?');
-        const afterThrow = seen.length;
-        LanguageModel.configure({engine, model: 'tiny-chat', maxTokens: 14});
         let ran = 0;
         const long = {...arg, inputSchema: {type: 'object', required: ['city'], properties: {
           city: {type: 'string', minLength: 40, maxLength: 60}}}, execute() { ran++; return 'x'; }};
-        const cut = await (await tiny({tools: [long]})).prompt('Weather in Oslo?');
-        return {thrown, cut, ran, seen, afterThrow};""", WEATHER)
-    assert isinstance(out["thrown"], str) and isinstance(out["cut"], str)
+        const errorOf = (m) => { try { return JSON.parse(m.content).error ?? ''; } catch { return ''; } };
+        for (const maxTokens of [16, 20, 24, 28, 32, 40, 48]) {
+          LanguageModel.configure({engine, model: 'tiny-chat', maxTokens});
+          const from = seen.length;
+          const cut = await (await tiny({tools: [long]})).prompt('Weather in Oslo?');
+          const told = (seen[from + 1]?.messages ?? []).filter((m) => m.role === 'tool').map(errorOf);
+          if (told.length) return {thrown, cut, ran, told, maxTokens, seen: seen.slice(0, 2)};
+        }
+        return {thrown, ran, told: null};""", WEATHER)
+    assert isinstance(out["thrown"], str)
     calls, results = calls_and_results(out["seen"][1])
     assert {"error": "the tool failed: the weather station is offline"} in [json.loads(results[c["id"]]) for c in calls]
-    assert out["ran"] == 0
-    calls, results = calls_and_results(out["seen"][out["afterThrow"] + 1])
-    assert calls and all(json.loads(results[c["id"]])["error"].startswith("the arguments are not JSON") for c in calls)
+    assert out["told"], "no limit cut the call inside its arguments"
+    assert all(e.startswith("the arguments are not JSON") for e in out["told"]), out["told"]
+    assert out["ran"] == 0 and isinstance(out["cut"], str)
 
 
 def test_an_abort_reaches_a_running_execute_and_ends_the_prompt(tools: PromptPage) -> None:
