@@ -66,11 +66,11 @@ def test_the_explainers_weather_example_answers_with_the_tools_result(page: Prom
     for Seattle, execute's report goes back, and the answer uses it; without the tool, it does not."""
     out = page.value(SPY + """
         LanguageModel.configure({engine, model: 'smollm2-135m-instruct', maxTokens: 64});
+        const system = 'You are a helpful assistant. You can use tools to help the user.';
         const asked = [];
         const session = await LanguageModel.create({
           engine: spy, model: 'smollm2-135m-instruct', samplingMode: 'most-predictable', toolChoice: 'required',
-          initialPrompts: [{role: 'system',
-                            content: 'You are a helpful assistant. You can use tools to help the user.'}],
+          initialPrompts: [{role: 'system', content: system}],
           expectedInputs: [{type: 'text', languages: ['en']}, {type: 'tool-response'}],
           expectedOutputs: [{type: 'text', languages: ['en']}, {type: 'tool-call'}],
           tools: [{
@@ -83,8 +83,9 @@ def test_the_explainers_weather_example_answers_with_the_tools_result(page: Prom
             },
           }]});
         const answer = await session.prompt('What is the weather in Seattle?');
-        const guess = await (await LanguageModel.create({samplingMode: 'most-predictable', initialPrompts: [
-          {role: 'system', content: 'You are a helpful assistant.'}]})).prompt('What is the weather in Seattle?');
+        const guess = await (await LanguageModel.create({samplingMode: 'most-predictable',
+          initialPrompts: [{role: 'system', content: system}]}))
+          .prompt('What is the weather in Seattle?');
         return {asked, answer, guess, seen};""")
     assert out["asked"] and all("Seattle" in city for city in out["asked"]), out
     calls, results = calls_and_results(out["seen"][-1])
