@@ -226,12 +226,19 @@ async function runCall(call, set, signal) {
 }
 
 /**
- * One reply of the model with the tools offered: its text (streamed to `chunk`) and its calls.
+ * One reply of the model with the tools offered: its text (streamed to `chunk`), all it wrote
+ * (`content`) and its calls. Whitespace alone before the calls (models put a call on a line of its
+ * own) is not text of the reply: it is held back until words follow, and dropped if a call does.
  * @param {WebWorkerEngine} engine @param {any} request @param {AbortSignal} signal
  * @param {((text: string) => void)|null} chunk
  */
 async function reply(engine, request, signal, chunk) {
   let text = "";
+  let held = "";
+  const say = (/** @type {string} */ t) => {
+    text += t;
+    chunk?.(t);
+  };
   let finish = null;
   let generated = 0;
   /** @type {Call[]} */
@@ -239,9 +246,11 @@ async function reply(engine, request, signal, chunk) {
   try {
     for await (const c of await engine.chat.completions.create(request, { signal })) {
       const choice = c.choices?.[0];
-      if (choice?.delta?.content) {
-        text += choice.delta.content;
-        chunk?.(choice.delta.content);
+      const content = choice?.delta?.content;
+      if (content && !text && !content.trim()) held += content;
+      else if (content) {
+        say(held + content);
+        held = "";
       }
       for (const d of choice?.delta?.tool_calls ?? []) {
         const call = (calls[d.index] ??= { id: "", name: "", arguments: "" });
@@ -258,7 +267,9 @@ async function reply(engine, request, signal, chunk) {
   }
   signal.throwIfAborted();
   if (finish === "abort") throw domError("AbortError", "the prompt was aborted");
-  return { text, calls: calls.filter(Boolean), generated };
+  const called = calls.filter(Boolean);
+  if (!called.length && held) say(held);
+  return { text, content: held + text, calls: called, generated };
 }
 
 /**
@@ -288,6 +299,6 @@ export async function promptWithTools(session, messages, fit, signal, chunk) {
     if (!r.calls.length) return { text, added, last: r.text, count, generated: r.generated };
     const results = await Promise.all(r.calls.map(async (call) => /** @type {TextMessage} */ (
       { role: "tool", content: await runCall(call, session.set, signal), prefix: false, callId: call.id })));
-    added.push({ role: "assistant", content: r.text, prefix: false, calls: r.calls }, ...results);
+    added.push({ role: "assistant", content: r.content, prefix: false, calls: r.calls }, ...results);
   }
 }

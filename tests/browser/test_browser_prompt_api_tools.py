@@ -92,6 +92,7 @@ def test_the_explainers_weather_example_answers_with_the_tools_result(page: Prom
     assert [json.loads(c["function"]["arguments"])["location"] for c in calls] == out["asked"]
     assert all(results[c["id"]] == "14°C, foggy" for c in calls)
     assert "fog" in out["answer"].lower() and "fog" not in out["guess"].lower(), out
+    assert out["answer"] == out["answer"].lstrip()  # the line break before the call is not part of it
 
 
 def test_execute_gets_schema_valid_arguments_and_its_result_goes_back_to_the_model(tools: PromptPage) -> None:
