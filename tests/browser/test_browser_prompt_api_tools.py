@@ -193,7 +193,7 @@ def test_an_abort_reaches_a_running_execute_and_ends_the_prompt(tools: PromptPag
 def test_streaming_clones_and_measuring_with_tools(tools: PromptPage) -> None:
     """promptStreaming runs the tools too and streams the answer's text; a clone keeps the tools
     (greedy: the same calls and answer); measureContextUsage plus the usage after create() is
-    what the prompt takes, tool declarations included."""
+    what the prompt takes, tool declarations included; append() runs no tool."""
     out = tools.value(SPY + """
         const got = [];
         const tool = {...arg, async execute({city}) { got.push(city); return `${city}: 9 degrees`; }};
@@ -210,11 +210,15 @@ def test_streaming_clones_and_measuring_with_tools(tools: PromptPage) -> None:
         for await (const c of a.promptStreaming('Weather in Oslo?')) chunks.push(c);
         const streamedCalls = got.length;
         const whole = await b.prompt('Weather in Oslo?');
-        return {chunks, whole, got, streamedCalls, created, measured, total, plain};""", WEATHER)
+        const calls = got.length, before = a.contextUsage;
+        await a.append('Thanks. And in Bergen?');
+        return {chunks, whole, got, streamedCalls, created, measured, total, plain,
+                appended: a.contextUsage > before && got.length === calls};""", WEATHER)
     n = out["streamedCalls"]
     assert n >= 1 and out["got"][:n] == out["got"][n:]
     assert "".join(out["chunks"]) == out["whole"]
     assert out["created"] + out["measured"] == out["total"] and out["plain"] < out["total"]
+    assert out["appended"]
 
 
 def test_tools_are_checked_when_the_session_is_created(tools: PromptPage) -> None:
