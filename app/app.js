@@ -18,6 +18,7 @@ import { mountSidebar } from "./panels/sidebar.js";
 import { mountSkillStudio } from "./panels/skill_studio.js";
 import { PAGE_TOOLS } from "./demo_tools.js";
 import { mountText } from "./panels/text.js";
+import { mountToolServers } from "./panels/tool_servers.js";
 import { serveV1 } from "csi-web/v1";
 
 /** The chat model a person meets first. */
@@ -56,6 +57,7 @@ const insides = mountInsides(find(document, "#insides", HTMLElement));
 const studio = mountSkillStudio(find(document, "#panel-skills", HTMLElement), {
   onBusy: (busy) => shell.setEngineState(busy ? "generating" : "ready"),
 });
+const toolServers = mountToolServers(find(document, "#mcp-tools", HTMLElement));
 const documents = mountDocuments(find(document, "#docs", HTMLElement), { maxTokens: overrides.max_tokens ?? 256 });
 const chat = mountChat(document.body, {
   library, overrides, defaults: DEFAULT_SETTINGS, settings: settingsPanel, replyFormat,
@@ -84,6 +86,7 @@ const loader = mountModelLoader(document.body, {
     chat.setLoading(loading);
     documents.setEngine(engine);
     studio.setEngine(engine);
+    toolServers.setEngine(loading ? null : engine);
     documents.setLoading(loading);
     text.setEngine(loading ? null : engine);
   },

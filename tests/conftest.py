@@ -1,5 +1,5 @@
 """Shared fixtures: the built site, a static server, Debian's Chromium, a page with an engine, a real
-llama.cpp server (and one that is down). Helpers live in ``tests.support``."""
+llama.cpp server (and one that is down), a real MCP server. Helpers live in ``tests.support``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, EnginePage, open_engine_page
 from tests.support.llama_server import LlamaServer, down_url, running_llama_server
+from tests.support.mcp_server import McpTestServer, running_mcp_server
 from tests.support.paths import DIST
 
 
@@ -50,3 +51,10 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
 def llama_server_down() -> str:
     """The base URL of a server that is down (a free port: connections are refused)."""
     return down_url()
+
+
+@pytest.fixture(scope="session")
+def mcp_server() -> Iterator[McpTestServer]:
+    """The official MCP SDK's server with the tests' tools (and misbehaving endpoints), on 127.0.0.1."""
+    with running_mcp_server() as server:
+        yield server

@@ -22,6 +22,7 @@ import { LoadProgress } from "./client/load_progress.js";
 import { openaiApi } from "./client/openai_api.js";
 import { promptCacheApi } from "./client/prompt_cache_api.js";
 import { remoteApi } from "./client/remote_api.js";
+import { responsesApi } from "./client/responses_api.js";
 import { interruptSkills, PythonInterrupts, skillsApi } from "./client/skills_api.js";
 import { spinApi } from "./client/spin_api.js";
 import { toolsApi } from "./client/tools_api.js";
@@ -83,14 +84,8 @@ import { workerUrl } from "./runtime_base.js";
 export { EngineError, workerUrl };
 export { ggufFileModelId } from "./gguf_file.js";
 export { SKILL_TIME_LIMIT_MS } from "./client/skills_api.js";
-export {
-  deleteChatConfigInCache,
-  deleteModelAllInfoInCache,
-  deleteModelInCache,
-  deleteModelWasmInCache,
-  hasModelInCache,
-  listCachedModels,
-} from "./model_cache.js";
+export { deleteChatConfigInCache, deleteModelAllInfoInCache, deleteModelInCache } from "./model_cache.js";
+export { deleteModelWasmInCache, hasModelInCache, listCachedModels } from "./model_cache.js";
 
 /** An engine: OpenAI's, the CSI's, Spin's and RemoteLLM's APIs, and WebLLM's methods, over one worker. */
 export class WebWorkerEngine {
@@ -111,6 +106,8 @@ export class WebWorkerEngine {
     this.chat = chat;
     this.completions = completions;
     this.embeddings = embeddings;
+    /** OpenAI's Responses API: `create` (streamed events or whole), stored responses (IndexedDB). */
+    this.responses = responsesApi(this.client);
     /** The CSI (pharia:skill@0.3.0): batches in, results in request order. */
     this.csi = csiApi(this.client);
     /** The document index's writes: collections of documents with named search indexes, kept in IndexedDB. */
@@ -124,8 +121,8 @@ export class WebWorkerEngine {
     this.llm = spinApi(this.client);
     /** The RemoteLLM service (proto3 JSON field names). */
     this.remote = remoteApi(this.client);
-    const apis = [this.chat, this.completions, this.embeddings, this.csi, this.index, this.skills, this.tools, this.llm];
-    for (const api of [...apis, this.remote, this.cache]) settleOnly(api);
+    const apis = [this.chat, this.completions, this.embeddings, this.responses, this.csi, this.index, this.skills];
+    for (const api of [...apis, this.tools, this.llm, this.remote, this.cache]) settleOnly(api);
     // WebLLM's MLCEngineInterface, on top of the same calls
     /** @param {ChatCompletionRequest} request */
     this.chatCompletion = (request) => this.chat.completions.create(request);

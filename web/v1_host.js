@@ -61,6 +61,32 @@ export function httpError(err) {
 }
 
 /**
+ * The call serving a stored response's route (`GET`/`DELETE /v1/responses/{id}`, `GET
+ * .../input_items?after&limit&order`, `POST .../cancel`), or null for other routes.
+ * @param {import("./engine.js").WebWorkerEngine} engine @param {string} route @param {string} search
+ * @returns {(() => Promise<any>)|null}
+ */
+function storedResponseCall(engine, route, search) {
+  const found = /^(GET|DELETE|POST) \/v1\/responses\/([^/]+)(\/input_items|\/cancel)?$/.exec(route);
+  if (!found) return null;
+  const [, method, raw, tail] = found;
+  const id = decodeURIComponent(raw);
+  const query = Object.fromEntries(new URLSearchParams(search));
+  if (method === "GET" && tail === "/input_items") {
+    const { after, order } = query;
+    const limit = query.limit === undefined ? undefined : Number(query.limit);
+    return () => engine.responses.inputItems.list(id, { after, limit, order: /** @type {any} */ (order) });
+  }
+  if (method === "GET" && !tail) return () => engine.responses.retrieve(id);
+  if (method === "DELETE" && !tail) return () => engine.responses.delete(id);
+  if (method === "POST" && tail === "/cancel") {
+    return () => Promise.reject(Object.assign(new Error("only background responses can be cancelled, and csi-web "
+      + "runs none (abort the request instead)"), { name: "InvalidInputError", param: "response_id" }));
+  }
+  return null;
+}
+
+/**
  * Register the site's service worker and offer `engine` to it. Resolves once v1/ is served by it.
  * @param {import("./engine.js").WebWorkerEngine} engine
  * @param {{serviceWorkerUrl?: string|URL}} [options] `serviceWorkerUrl`: default `<base>sw.js` (beside
@@ -129,6 +155,8 @@ export async function serveV1(engine, options = {}) {
     const ctrl = new AbortController();
     running.set(id, ctrl);
     let streaming = false;
+    let sent = 0;
+    const events = String(msg.path).split("?")[0].replace(/\/+$/, "").endsWith("/v1/responses");
     try {
       // the path from the site's base (the service worker strips it): "/v1/...", wherever the site is
       const route = `${msg.method} ${String(msg.path).split("?")[0].replace(/\/+$/, "")}`;
@@ -137,10 +165,16 @@ export async function serveV1(engine, options = {}) {
           owned_by: "csi-web" })) });
         return;
       }
+      const stored = storedResponseCall(engine, route, String(msg.path).split("?")[1] ?? "");
+      if (stored) {
+        json(200, await stored());
+        return;
+      }
       const call = {
         "POST /v1/chat/completions": (/** @type {any} */ b) => engine.chat.completions.create(b, { signal: ctrl.signal }),
         "POST /v1/completions": (/** @type {any} */ b) => engine.completions.create(b, { signal: ctrl.signal }),
         "POST /v1/embeddings": (/** @type {any} */ b) => engine.embeddings.create(b),
+        "POST /v1/responses": (/** @type {any} */ b) => engine.responses.create(b, { signal: ctrl.signal }),
       }[route];
       if (!call) {
         json(404, { error: { message: `no route ${route}`, type: "invalid_request_error", param: null,
@@ -160,15 +194,23 @@ export async function serveV1(engine, options = {}) {
       if (body?.stream && result && typeof result[Symbol.asyncIterator] === "function") {
         streaming = true;
         head(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-        for await (const chunk of result) data(`data: ${JSON.stringify(chunk)}\n\n`);
-        data("data: [DONE]\n\n");
+        for await (const chunk of result) {
+          // the Responses API names each event and ends with its last one; chat and completions end with [DONE]
+          data(events ? `event: ${chunk.type}\ndata: ${JSON.stringify(chunk)}\n\n` : `data: ${JSON.stringify(chunk)}\n\n`);
+          sent++;
+        }
+        if (!events) data("data: [DONE]\n\n");
         end();
       } else {
         json(200, result);
       }
     } catch (err) {
       const e = httpError(err);
-      if (streaming) {
+      if (streaming && events) {
+        const { message, param, code } = e.body.error;
+        data(`event: error\ndata: ${JSON.stringify({ type: "error", code, message, param, sequence_number: sent })}\n\n`);
+        end();
+      } else if (streaming) {
         data(`data: ${JSON.stringify(e.body)}\n\n`);
         end();
       } else {

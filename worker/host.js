@@ -8,6 +8,7 @@ import { httpOpen } from "./http_fetch.js";
 
 const SITE = new URL("../", import.meta.url);
 const SKILLS = "skills";
+const RESPONSES = "responses";
 
 export class Host {
   /** @param {import("./packages.js").PackageLoader} packages */
@@ -41,6 +42,27 @@ export class Host {
   /** @param {string} name */
   async deleteSkill(name) {
     await transact([SKILLS], "readwrite", (tx) => tx.objectStore(SKILLS).delete(name));
+  }
+
+  /** A stored response's record as JSON, or undefined. @param {string} id */
+  async storedResponse(id) {
+    const row = await transact([RESPONSES], "readonly", (tx) => result(tx.objectStore(RESPONSES).get(id)));
+    return row ? row.record : undefined; // undefined reaches Python as None (null as JsNull)
+  }
+
+  /** @param {string} id @param {string} record JSON */
+  async storeResponse(id, record) {
+    await transact([RESPONSES], "readwrite", (tx) => tx.objectStore(RESPONSES).put({ id, record, stored: Date.now() }));
+  }
+
+  /** Whether a stored response was there (and is now deleted). @param {string} id */
+  async deleteResponse(id) {
+    return transact([RESPONSES], "readwrite", async (tx) => {
+      const store = tx.objectStore(RESPONSES);
+      const found = (await result(store.count(id))) > 0;
+      if (found) store.delete(id);
+      return found;
+    });
   }
 
   /** @param {string} names JSON: the import names of the packages to load */

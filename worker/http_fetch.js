@@ -3,7 +3,9 @@
 // connection, so the server sees the request cancelled.
 
 /**
- * @typedef {{status: number, read: (timeoutMs: number) => Promise<Uint8Array|undefined>, close: () => void}} HttpResponse
+ * @typedef {{status: number, headers: string, read: (timeoutMs: number) => Promise<Uint8Array|undefined>, close: () => void}} HttpResponse
+ *   `headers`: a JSON object of the headers the page may read (names in lower case; CORS hides the
+ *   others of a cross-origin answer unless the server exposes them).
  *   `read` resolves to `undefined` at the end (Python sees `None`; a JS `null` would reach it as
  *   `jsnull`), and rejects with a `TimeoutError` when nothing came within `timeoutMs`.
  */
@@ -21,6 +23,7 @@ export async function httpOpen(method, url, headersJson, body) {
   const reader = response.body ? response.body.getReader() : null;
   return {
     status: response.status,
+    headers: JSON.stringify(Object.fromEntries(response.headers)),
     async read(timeoutMs) {
       if (!reader) return undefined;
       /** @type {ReturnType<typeof setTimeout>|undefined} */

@@ -1,15 +1,16 @@
 // The worker's IndexedDB database: one connection, and transactions that settle only once committed.
 
 const DB_NAME = "csi-web";
-const DB_VERSION = 2;
+const DB_VERSION = 3;
 
-/** Object stores and their key paths. Version 1 had `skills`; version 2 adds the document index. */
+/** Object stores and their key paths. Version 1 had `skills`; 2 adds the document index; 3 stored responses. */
 const STORES = {
   skills: "name",
   collections: "key", // [namespace, collection]
   indexes: "key", // [namespace, collection, index]
   documents: "key", // [namespace, collection, name]
   chunks: "key", // [namespace, collection, index, name]: one document's chunks in one index
+  responses: "id", // the Responses API's stored responses: {id, record (JSON), stored}
 };
 
 /** How long an upgrade may wait for another tab (an older version of this site) to let go. */

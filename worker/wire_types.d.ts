@@ -233,6 +233,23 @@ export type ExtraBody = {
   draft_model?: string | null;
 };
 
+export type FunctionCallItem = {
+  type: "function_call";
+  call_id: string;
+  name: string;
+  arguments: string;
+  id?: string | null;
+  status?: ("in_progress" | "completed" | "incomplete") | null;
+};
+
+export type FunctionCallOutputItem = {
+  type: "function_call_output";
+  call_id: string;
+  output: string | (Array<InputText | OutputText | Refusal | MediaPart>);
+  id?: string | null;
+  status?: ("in_progress" | "completed" | "incomplete") | null;
+};
+
 export type FunctionDefinition = {
   name: string;
   description?: string | null;
@@ -247,6 +264,14 @@ export type FunctionMessage = {
   role: "function";
   name: string;
   content: string | null;
+};
+
+export type FunctionTool = {
+  type: "function";
+  name: string;
+  description?: string | null;
+  parameters?: {[key: string]: unknown} | null;
+  strict?: boolean | null;
 };
 
 export type GenerateRequest = {
@@ -295,6 +320,30 @@ export type InferencingParams = {
 };
 
 /**
+ * `responses.inputItems.list`: a stored response's input items, a page at a time.
+ */
+export type InputItemsRequest = {
+  response_id: string;
+  after?: string | null;
+  limit?: number | null;
+  order?: ("asc" | "desc") | null;
+  include?: Array<string> | null;
+};
+
+export type InputText = {
+  type: "input_text";
+  text: string;
+};
+
+/**
+ * An item of a stored response or its input, by id.
+ */
+export type ItemReference = {
+  type: "item_reference";
+  id: string;
+};
+
+/**
  * OpenAI's `response_format.json_schema`.
  */
 export type JsonSchemaSpec = {
@@ -326,6 +375,29 @@ export type LoadRequest = {
   remotes?: Array<RemoteServer> | null;
 };
 
+export type McpApprovalResponse = {
+  type: "mcp_approval_response";
+  approval_request_id: string;
+  approve: boolean;
+  reason?: string | null;
+  id?: string | null;
+};
+
+/**
+ * A Model Context Protocol server whose tools the engine lists and calls itself.
+ */
+export type McpTool = {
+  type: "mcp";
+  server_label: string;
+  server_url?: string | null;
+  headers?: {[key: string]: string} | null;
+  allowed_tools?: Array<string> | {[key: string]: unknown} | null;
+  require_approval?: ("always" | "never") | {[key: string]: unknown} | null;
+  server_description?: string | null;
+  authorization?: string | null;
+  connector_id?: string | null;
+};
+
 /**
  * An image, audio or file part: well-formed, but not something a text model reads.
  */
@@ -336,11 +408,30 @@ export type MediaContentPart = {
   file?: unknown;
 };
 
+/**
+ * An image, file or audio part: well-formed, but not something a text model reads.
+ */
+export type MediaPart = {
+  type: "input_image" | "input_file" | "input_audio";
+};
+
 export type Message = {
   role: string;
   content?: string | null;
   tool_calls?: Array<PhariaMessageToolCall> | null;
   tool_call_id?: string | null;
+};
+
+/**
+ * A message (`type` may be left out, as OpenAI's "easy" input message).
+ */
+export type MessageItem = {
+  type?: "message" | null;
+  role: "user" | "assistant" | "system" | "developer";
+  content: string | (Array<InputText | OutputText | Refusal | MediaPart>);
+  id?: string | null;
+  status?: ("in_progress" | "completed" | "incomplete") | null;
+  phase?: ("commentary" | "final_answer") | null;
 };
 
 /**
@@ -352,6 +443,17 @@ export type ModelAliasesRequest = {
 
 export type NamedFunction = {
   name: string;
+};
+
+export type NamedFunctionChoice = {
+  type: "function";
+  name: string;
+};
+
+export type NamedMcpChoice = {
+  type: "mcp";
+  server_label: string;
+  name?: string | null;
 };
 
 export type NamedTool = {
@@ -405,6 +507,30 @@ export type OpenAIMessageToolCall = {
   function: ToolCallFunction;
 };
 
+/**
+ * Any other item type (reasoning, built-in tool calls): refused with its path.
+ */
+export type OtherItem = {
+  type: string;
+};
+
+/**
+ * A built-in tool of OpenAI's (web or file search, computer use, code interpreter...): refused.
+ */
+export type OtherTool = {
+  type: string;
+};
+
+/**
+ * Assistant text handed back as input (a stateless client's history).
+ */
+export type OutputText = {
+  type: "output_text";
+  text: string;
+  annotations?: Array<unknown> | null;
+  logprobs?: Array<unknown> | null;
+};
+
 export type PathBatch = {
   requests: Array<DocumentPath>;
 };
@@ -446,6 +572,17 @@ export type PromptCacheSettingsRequest = {
   min_tokens?: number | null;
 };
 
+export type Reasoning = {
+  effort?: ("none" | "minimal" | "low" | "medium" | "high" | "xhigh") | null;
+  summary?: ("auto" | "concise" | "detailed") | null;
+  generate_summary?: ("auto" | "concise" | "detailed") | null;
+};
+
+export type Refusal = {
+  type: "refusal";
+  refusal: string;
+};
+
 export type RefusalContentPart = {
   type: "refusal";
   refusal: string;
@@ -478,6 +615,42 @@ export type RemotesRequest = {
 };
 
 /**
+ * `responses.create`'s body: every field OpenAI's API reference defines is checked; those
+ * with no meaning for a model in the browser are refused by field.
+ */
+export type ResponseCreateRequest = {
+  model?: string | null;
+  input?: string | (Array<MessageItem | FunctionCallItem | FunctionCallOutputItem | ItemReference | McpApprovalResponse | OtherItem>) | null;
+  instructions?: string | null;
+  tools?: (Array<FunctionTool | McpTool | OtherTool>) | null;
+  tool_choice?: ("none" | "auto" | "required") | NamedFunctionChoice | NamedMcpChoice | null;
+  parallel_tool_calls?: boolean | null;
+  max_tool_calls?: number | null;
+  text?: TextConfig | null;
+  max_output_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  top_logprobs?: number | null;
+  include?: Array<string> | null;
+  metadata?: {[key: string]: string} | null;
+  store?: boolean | null;
+  previous_response_id?: string | null;
+  stream?: boolean | null;
+  stream_options?: StreamOptions | null;
+  background?: boolean | null;
+  reasoning?: Reasoning | null;
+  truncation?: ("auto" | "disabled") | null;
+  service_tier?: ("auto" | "default" | "flex" | "scale" | "priority") | null;
+  user?: string | null;
+  safety_identifier?: string | null;
+  prompt_cache_key?: string | null;
+  prompt_cache_retention?: ("in_memory" | "24h") | null;
+  conversation?: string | {[key: string]: unknown} | null;
+  prompt?: {[key: string]: unknown} | null;
+  seed?: number | null;
+};
+
+/**
  * Every shape: `text`; `json_object` (WebLLM: with `schema`, a JSON Schema string);
  * OpenAI's `json_schema`; WebLLM's `grammar` (EBNF); `regex`; `structural_tag`
  * (xgrammar's, as `structural_tag`, or WebLLM's `tags` + `triggers`).
@@ -491,6 +664,13 @@ export type ResponseFormat = {
   structural_tag?: string | {[key: string]: unknown} | null;
   tags?: Array<{[key: string]: unknown}> | null;
   triggers?: Array<string> | null;
+};
+
+/**
+ * `responses.retrieve` / `responses.delete`: a stored response's id.
+ */
+export type ResponseIdRequest = {
+  response_id: string;
 };
 
 export type SearchBatch = {
@@ -537,6 +717,7 @@ export type SkillRunRequest = {
   name: string;
   input?: JsonValue;
   time_limit_ms?: number | null;
+  namespace?: string | null;
 };
 
 /**
@@ -546,6 +727,7 @@ export type SkillStreamRequest = {
   name: string;
   input?: JsonValue;
   time_limit_ms?: number | null;
+  namespace?: string | null;
 };
 
 export type StreamOptions = {
@@ -559,9 +741,25 @@ export type SystemMessage = {
   name?: string | null;
 };
 
+export type TextConfig = {
+  format?: TextFormat | null;
+  verbosity?: ("low" | "medium" | "high") | null;
+};
+
 export type TextContentPart = {
   type: "text";
   text: string;
+};
+
+/**
+ * `text.format`: `text`, `json_object`, or `json_schema` (its fields beside `type`).
+ */
+export type TextFormat = {
+  type: "text" | "json_object" | "json_schema";
+  name?: string | null;
+  schema?: {[key: string]: unknown} | null;
+  description?: string | null;
+  strict?: boolean | null;
 };
 
 export type TextItem = {
@@ -615,6 +813,25 @@ export type ToolRegisterRequest = {
   input_schema: {[key: string]: JsonValue};
 };
 
+/**
+ * `tools_connect`: the MCP server at `url` (Streamable HTTP) for the skills of `namespace`.
+ */
+export type ToolServerConnect = {
+  namespace: string;
+  url: string;
+  headers?: {[key: string]: string};
+  label?: string | null;
+  timeout_s?: number;
+};
+
+/**
+ * `tools_disconnect`: the server at `url` in `namespace` (`url` left out: all of them).
+ */
+export type ToolServerRef = {
+  namespace: string;
+  url?: string | null;
+};
+
 export type TopLogprobs = {
   top: number;
 };
@@ -633,6 +850,10 @@ export interface Requests {
   chat: ChatCompletionRequest;
   completion: OpenAICompletionRequest;
   embeddings: EmbeddingRequest;
+  responses_create: ResponseCreateRequest;
+  responses_retrieve: ResponseIdRequest;
+  responses_delete: ResponseIdRequest;
+  responses_input_items: InputItemsRequest;
   chat_tokens: ChatTokensRequest;
   csi_complete: CompleteBatch["requests"];
   csi_chat: ChatBatch["requests"];
@@ -661,6 +882,8 @@ export interface Requests {
   set_remotes: RemotesRequest;
   tools_register: ToolRegisterRequest;
   tools_remove: ToolName;
+  tools_connect: ToolServerConnect;
+  tools_disconnect: ToolServerRef;
   prompt_caches_delete: PromptCacheDeleteRequest;
   prompt_caches_configure: PromptCacheSettingsRequest;
   cancel: CancelRequest;
@@ -877,6 +1100,12 @@ export type CsiMessage = {
  */
 export type Deleted = Array<boolean>;
 
+export type DeletedResponse = {
+  id: string;
+  object: "response";
+  deleted: boolean;
+};
+
 export type Delta = {
   role?: "assistant" | null;
   content?: string | null;
@@ -947,6 +1176,15 @@ export type FunctionCallDelta = {
   arguments?: string | null;
 };
 
+export type FunctionCallOut = {
+  type: "function_call";
+  id: string;
+  call_id: string;
+  name: string;
+  arguments: string;
+  status: "in_progress" | "completed" | "incomplete";
+};
+
 export type GenerateResponse = {
   generations: Array<PromptGenerations>;
 };
@@ -954,6 +1192,10 @@ export type GenerateResponse = {
 export type GenerationalGutsResponse = {
   tokens: Array<TokenGuts>;
   generations: Array<NextToken>;
+};
+
+export type IncompleteDetails = {
+  reason: "max_output_tokens" | "content_filter";
 };
 
 export type IndexCreated = {
@@ -993,6 +1235,19 @@ export type InferencingUsage = {
   generated_token_count: number;
 };
 
+export type InputItemList = {
+  object: "list";
+  data: Array<{[key: string]: unknown}>;
+  first_id: string | null;
+  last_id: string | null;
+  has_more: boolean;
+};
+
+export type InputTokensDetails = {
+  cached_tokens: number;
+  cache_write_tokens: number;
+};
+
 /**
  * An ISO 639-3 code per request, or `None` when unclear.
  */
@@ -1027,6 +1282,41 @@ export type LoadedModel = {
 export type Logprob = {
   token: Array<number>;
   logprob: number;
+};
+
+export type McpApprovalRequestOut = {
+  type: "mcp_approval_request";
+  id: string;
+  server_label: string;
+  name: string;
+  arguments: string;
+};
+
+export type McpCallOut = {
+  type: "mcp_call";
+  id: string;
+  server_label: string;
+  name: string;
+  arguments: string;
+  output?: string | null;
+  error?: string | null;
+  approval_request_id?: string | null;
+  status: "in_progress" | "completed" | "incomplete" | "calling" | "failed";
+};
+
+export type McpListToolsOut = {
+  type: "mcp_list_tools";
+  id: string;
+  server_label: string;
+  tools?: Array<McpToolInfo>;
+  error?: string | null;
+};
+
+export type McpToolInfo = {
+  name: string;
+  description?: string | null;
+  input_schema: {[key: string]: unknown};
+  annotations?: {[key: string]: unknown} | null;
 };
 
 /**
@@ -1102,6 +1392,25 @@ export type NextToken = {
  */
 export type Null = null;
 
+export type OutputMessage = {
+  type: "message";
+  id: string;
+  status: "in_progress" | "completed" | "incomplete";
+  role: "assistant";
+  content?: Array<OutputTextPart>;
+};
+
+export type OutputTextPart = {
+  type: "output_text";
+  text: string;
+  annotations?: Array<unknown>;
+  logprobs?: Array<TokenLogprob>;
+};
+
+export type OutputTokensDetails = {
+  reasoning_tokens: number;
+};
+
 export type PromptCacheDeleted = {
   deleted: number;
 };
@@ -1142,6 +1451,79 @@ export type PutResult = {
   chunks: number;
 };
 
+export type ReasoningConfig = {
+  effort?: string | null;
+  summary?: string | null;
+};
+
+export type ResponseError = {
+  code: string;
+  message: string;
+};
+
+/**
+ * The response object (`output_text` is the convenience the official clients add).
+ */
+export type ResponseObject = {
+  id: string;
+  object: "response";
+  created_at: number;
+  completed_at?: number | null;
+  status: "in_progress" | "completed" | "incomplete" | "cancelled" | "failed";
+  error?: ResponseError | null;
+  incomplete_details?: IncompleteDetails | null;
+  instructions?: string | null;
+  max_output_tokens?: number | null;
+  max_tool_calls?: number | null;
+  model: string;
+  output: Array<OutputMessage | FunctionCallOut | McpListToolsOut | McpCallOut | McpApprovalRequestOut>;
+  output_text: string;
+  parallel_tool_calls: boolean;
+  previous_response_id?: string | null;
+  reasoning: ReasoningConfig;
+  store: boolean;
+  temperature?: number | null;
+  text: {[key: string]: unknown};
+  tool_choice: unknown;
+  tools: Array<{[key: string]: unknown}>;
+  top_logprobs?: number | null;
+  top_p?: number | null;
+  truncation: "disabled";
+  usage?: ResponseUsage | null;
+  user?: string | null;
+  metadata: {[key: string]: string};
+  background: boolean;
+  service_tier?: string | null;
+};
+
+/**
+ * One streamed event: `type` says which (OpenAI's names), `sequence_number` counts from 0;
+ * the other fields are those OpenAI documents for that type (left out when they do not apply).
+ */
+export type ResponseStreamEvent = {
+  type: string;
+  sequence_number: number;
+  response?: ResponseObject | null;
+  output_index?: number | null;
+  item?: OutputMessage | FunctionCallOut | McpListToolsOut | McpCallOut | McpApprovalRequestOut | null;
+  item_id?: string | null;
+  content_index?: number | null;
+  part?: OutputTextPart | null;
+  delta?: string | null;
+  text?: string | null;
+  arguments?: string | null;
+  name?: string | null;
+  logprobs?: Array<TokenLogprob> | null;
+};
+
+export type ResponseUsage = {
+  input_tokens: number;
+  input_tokens_details: InputTokensDetails;
+  output_tokens: number;
+  output_tokens_details?: OutputTokensDetails;
+  total_tokens: number;
+};
+
 export type SearchResult = {
   document_path: DocumentPath;
   content: string;
@@ -1161,6 +1543,15 @@ export type SearchResults = Array<Array<SearchResult>>;
 export type SectionBound = {
   item: number;
   position: number;
+};
+
+/**
+ * A tool as an MCP server lists it.
+ */
+export type ServerTool = {
+  name: string;
+  description: string | null;
+  input_schema: {[key: string]: JsonValue};
 };
 
 /**
@@ -1269,6 +1660,21 @@ export type ToolDescription = {
  */
 export type ToolDescriptions = Array<ToolDescription>;
 
+/**
+ * A server connected in a namespace, with its tools as last listed.
+ */
+export type ToolServer = {
+  namespace: string;
+  url: string;
+  label: string;
+  tools: Array<ServerTool>;
+};
+
+/**
+ * Every MCP server connected, by namespace.
+ */
+export type ToolServers = Array<ToolServer>;
+
 export type TopLogprob = {
   token: string;
   logprob: number;
@@ -1299,6 +1705,10 @@ export interface Results {
   chat: ChatCompletion;
   completion: Completion;
   embeddings: CreateEmbeddingResponse;
+  responses_create: ResponseObject;
+  responses_retrieve: ResponseObject;
+  responses_delete: DeletedResponse;
+  responses_input_items: InputItemList;
   chat_tokens: ChatTokens;
   csi_complete: CsiCompletions;
   csi_chat: CsiChatResponses;
@@ -1329,6 +1739,9 @@ export interface Results {
   tools_register: ToolDescription;
   tools_list: ToolDescriptions;
   tools_remove: Null;
+  tools_connect: ToolServer;
+  tools_disconnect: ToolServers;
+  tools_servers: ToolServers;
   prompt_caches_list: PromptCacheList;
   prompt_caches_delete: PromptCacheDeleted;
   prompt_caches_configure: PromptCacheSettings;
@@ -1346,5 +1759,6 @@ export interface Results {
 export interface Chunks {
   chat: ChatCompletionChunk;
   completion: Completion;
+  responses_create: ResponseStreamEvent;
   skills_stream: SkillEvent;
 }

@@ -6,6 +6,7 @@
 import { find, el } from "./dom.js";
 import { registerErrorLine, tracebackLine } from "./skill_errors.js";
 import { FieldError, schemaForm } from "./skill_form.js";
+import { STUDIO_NAMESPACE } from "./tool_servers.js";
 
 /**
  * @typedef {import("csi-web").WebWorkerEngine} WebWorkerEngine
@@ -174,7 +175,7 @@ export function mountSkillStudio(root, options = {}) {
     try {
       if (skill.kind === "message_stream") {
         let text = "";
-        for await (const event of engine.skills.stream(skill.name, value)) {
+        for await (const event of engine.skills.stream(skill.name, value, { namespace: STUDIO_NAMESPACE })) {
           if (event.type === "message_begin" && text) text += "\n\n";
           else if (event.type === "message_append") text += event.text;
           else if (event.type === "message_end" && event.payload != null) {
@@ -183,7 +184,7 @@ export function mountSkillStudio(root, options = {}) {
           ui.output.textContent = text;
         }
       } else {
-        const out = await engine.skills.run(skill.name, value);
+        const out = await engine.skills.run(skill.name, value, { namespace: STUDIO_NAMESPACE });
         ui.output.textContent = JSON.stringify(out, null, 2) ?? "null";
       }
       ui.output.dataset.state = "ok";

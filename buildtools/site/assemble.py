@@ -12,6 +12,7 @@ from ..deps.deps import CACHE, ROOT, ensure_pyodide_wheels, log
 from ..deps.lang_data import ensure_lang_data
 from ..deps.skill_packages import write_packages
 from ..models.cache import build_hub_models, build_models
+from .ai_sdk import build_ai_sdk
 from .csi_wheel import build_wheel
 from .kernel import build_kernel
 
@@ -131,6 +132,7 @@ def build_site() -> Path:
     # defines nothing: the browser's state module is used).
     sync_tree(NODE / "openai", DIST / "vendor" / "openai",
               lambda rel: rel.suffix == ".mjs" or rel.as_posix() == "internal/auth/x509-transport-state.js")
+    sync_file(build_ai_sdk(), DIST / "vendor" / "ai-sdk" / "index.mjs")  # the AI SDK, as the tests' pages bundle it
     for package, module in CODEMIRROR.items():
         sync_file(NODE / module, DIST / "vendor" / "codemirror" / package / Path(module).name)
     sync_tree(ROOT / "web", DIST / "web")  # the library (what `build.py pack` ships)
@@ -183,7 +185,8 @@ def _offline_role(rel: str) -> str | None:
     installs: the app shell, the runtime, the example skills' sources), "lazy" (stored once fetched:
     the language data, 76 files the worker asks for one language at a time, and the wheels of the
     packages skills import, loaded when a skill first imports them), or None (not kept: models,
-    which the worker's transformers.js keeps itself; bench pages; the `openai` client's modules;
+    which the worker's transformers.js keeps itself; bench pages; the `openai` client's modules and the
+    AI SDK's bundle (for pages that test /v1/);
     the service worker)."""
     if rel.startswith("wheels/packages/") and rel.endswith(".whl"):
         return "lazy"
@@ -192,7 +195,7 @@ def _offline_role(rel: str) -> str | None:
     if rel.startswith("worker/"):
         return None if rel == "worker/service_worker.js" else "files"
     if rel.startswith("vendor/"):
-        return None if rel.startswith("vendor/openai/") else "files"
+        return None if rel.startswith(("vendor/openai/", "vendor/ai-sdk/")) else "files"
     return "lazy" if rel.startswith("lang/") else None
 
 

@@ -12,7 +12,9 @@ from .core.backend import Backend
 from .core.engine import Engine
 from .core.host import Host
 from .errors import ModelNotSupportedError
+from .faces.openai.responses_api.store import MemoryResponseStore, ResponseStore
 from .index.store import IndexStore
+from .mcp.namespaces import McpNamespaces
 from .servers import ServerPlacement
 from .servers.http import HttpClient
 from .skills.page_tools import ToolRegistry
@@ -35,6 +37,10 @@ class Runtime:
     skills: SkillRegistry = field(init=False)
     tools: ToolRegistry = field(init=False)
     """The tools skills call (the page's, in the worker)."""
+    mcp: McpNamespaces = field(init=False)
+    """The MCP servers whose tools skills of a namespace call."""
+    responses: ResponseStore = field(default_factory=MemoryResponseStore)
+    """Stored responses of the Responses API (IndexedDB in the worker)."""
     _index: DocumentIndex | None = field(default=None, init=False)
 
     @property
@@ -51,7 +57,7 @@ class Runtime:
         """The CSI skills run against, over this runtime's services."""
         from .skills.engine_csi import EngineCsi  # noqa: PLC0415 - pharia-skill is loaded on first use
 
-        return EngineCsi(self.engine, self.text, lambda: self.index, run_sync, tools=self.tools)
+        return EngineCsi(self.engine, self.text, lambda: self.index, run_sync, tools=self.tools, mcp=self.mcp)
 
 
 def threaded_runner(runtime: Runtime) -> SkillRunner:
@@ -68,10 +74,11 @@ def threaded_runner(runtime: Runtime) -> SkillRunner:
 
 def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
                   skill_runner: Callable[[Runtime], SkillRunner] = threaded_runner,
-                  http: HttpClient | None = None) -> Runtime:
+                  http: HttpClient | None = None, responses: ResponseStore | None = None) -> Runtime:
     """Wire an engine on ``backend`` to its services: language data and skill storage from ``host``,
     documents in ``store`` (in memory by default), skills run by ``skill_runner(runtime)``, the servers
-    of remote models reached through ``http`` (``None``: no remote models)."""
+    of remote models and MCP servers reached through ``http`` (``None``: none), stored responses in
+    ``responses`` (in memory by default)."""
     engine = Engine(backend, ServerPlacement(http) if http is not None else None)
 
     def needs_tokenizer(model_id: str, message: str) -> None:
@@ -80,6 +87,9 @@ def build_runtime(backend: Backend, host: Host, store: IndexStore | None = None,
 
     text = TextServices(backend, host, lambda: engine.models, engine.alias_of, needs_tokenizer)
     runtime = Runtime(engine, text, store)
+    if responses is not None:
+        runtime.responses = responses
     runtime.skills = SkillRegistry(host, skill_runner(runtime), engine)
     runtime.tools = ToolRegistry(engine)
+    runtime.mcp = McpNamespaces(http, engine)
     return runtime

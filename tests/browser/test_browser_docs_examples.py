@@ -100,9 +100,14 @@ def _server(request: pytest.FixtureRequest) -> dict[str, str]:
             "HuggingFaceTB/SmolLM2-135M-Instruct": server.model}
 
 
+def _mcp(request: pytest.FixtureRequest) -> dict[str, str]:
+    return {"http://127.0.0.1:8931/mcp": request.getfixturevalue("mcp_server").mcp}
+
+
 SUBSTITUTIONS: dict[str, Callable[[pytest.FixtureRequest], dict[str, str]]] = {
     "docs/models.md": _hub,
     "docs/servers.md": _server,
+    "docs/skills.md": _mcp,
 }
 
 # Pages whose examples live in another setting than a page of the built site.

@@ -53,6 +53,18 @@ export async function probe(engine, worker) {
   const either = await engine.completion({ prompt: "x" });
   // @ts-expect-error either a whole completion or its chunks
   use(either.choices);
+  const response = await engine.responses.create({ input: "hi" });
+  use(/** @type {string} */ (response.output_text));
+  // @ts-expect-error a whole response has no events
+  use(response[Symbol.asyncIterator]);
+  for await (const event of await engine.responses.create({ input: "hi", stream: true })) {
+    use(/** @type {number} */ (event.sequence_number));
+    // @ts-expect-error an event's type is its name
+    use(/** @type {number} */ (event.type));
+  }
+  use(/** @type {string} */ ((await engine.responses.retrieve(response.id)).status));
+  use(/** @type {boolean} */ ((await engine.responses.delete(response.id)).deleted));
+  use(/** @type {boolean} */ ((await engine.responses.inputItems.list(response.id, { order: "asc" })).has_more));
   const vectors = await engine.embeddings.create({ input: "x" });
   use(/** @type {number} */ (vectors.usage.prompt_tokens));
   // @ts-expect-error a token count is a number
@@ -218,6 +230,16 @@ export async function probe(engine, worker) {
   use(/** @type {number} */ (firstTool.name));
   // @ts-expect-error nothing comes back
   use((await engine.tools.remove("t")).x);
+  const server = await engine.tools.connect({ namespace: "n", url: "http://127.0.0.1:9/mcp", timeoutMs: 5000 });
+  use(/** @type {string} */ (server.tools[0].name));
+  use(/** @type {string|undefined|null} */ (server.tools[0].description));
+  // @ts-expect-error a list of tools
+  use(/** @type {string} */ (server.tools));
+  // @ts-expect-error a namespace is required
+  await engine.tools.connect({ url: "http://127.0.0.1:9/mcp" });
+  use(/** @type {string} */ ((await engine.tools.servers())[0].url));
+  use(/** @type {string} */ ((await engine.tools.disconnect({ namespace: "n" }))[0].label));
+  use(await engine.skills.run("s", {}, { namespace: "n" }));
   const [kept] = await engine.cache.list();
   use(/** @type {number} */ (kept.tokens));
   // @ts-expect-error a count

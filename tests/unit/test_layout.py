@@ -19,13 +19,14 @@ ALLOWED: dict[str, set[str]] = {
     "text": {"core", "errors", "wire"},
     "index": {"text", "core", "errors", "wire"},
     "faces": {"index", "text", "core", "errors", "wire"},
-    "skills": {"faces", "index", "text", "core", "errors", "wire"},
+    "skills": {"mcp", "faces", "index", "text", "core", "errors", "wire"},
     "testing": {"core", "errors"},
     "servers": {"faces", "core", "errors", "wire"},
-    "runtime": {"servers", "skills", "faces", "index", "text", "core", "errors", "wire"},
+    "mcp": {"servers", "core", "errors", "wire"},  # MCP servers' tools, over the servers' HTTP port
+    "runtime": {"mcp", "servers", "skills", "faces", "index", "text", "core", "errors", "wire"},
     "backends": {"servers", "index", "gguf", "core", "errors", "wire"},
     "local": {"runtime", "servers", "backends", "skills", "core", "errors"},
-    "worker": {"runtime", "servers", "backends", "skills", "faces", "index", "text", "core", "errors", "wire"},
+    "worker": {"runtime", "mcp", "servers", "backends", "skills", "faces", "index", "text", "core", "errors", "wire"},
     "__init__": {"runtime", "core", "errors"},
 }
 

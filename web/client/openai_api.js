@@ -24,16 +24,17 @@ import { cancelOnAbort, deadline, requestCall } from "./calls.js";
  * @typedef {import("../chat_state.js").ChatStates} ChatStates
  */
 
+/** @typedef {"chat"|"completion"|"responses_create"} StreamedType */
 /**
- * @template {"chat"|"completion"} K
+ * @template {StreamedType} K
  * @typedef {import("./calls.js").RequestOf<K>} RequestOf
  */
 /**
- * @template {"chat"|"completion"} K
+ * @template {StreamedType} K
  * @typedef {import("../../worker/protocol.js").ResultOf<K>} ResultOf
  */
 /**
- * @template {"chat"|"completion"} K
+ * @template {StreamedType} K
  * @typedef {import("../../worker/protocol.js").ChunkOf<K>} ChunkOf
  */
 
@@ -41,14 +42,15 @@ import { cancelOnAbort, deadline, requestCall } from "./calls.js";
  * `stream: false` resolves to the whole result; `stream: true` to an AsyncIterable of chunks
  * (it resolves when the first chunk arrives, so a bad request rejects here). `options.signal`
  * (an AbortSignal) ends the generation as `interruptGenerate` does, for this request only:
- * what was generated comes back with `finish_reason: "abort"`.
- * @template {"chat"|"completion"} K
- * @param {WorkerClient} client @param {ChatStates} states
+ * what was generated comes back with `finish_reason: "abort"`. `states` (chat and completions)
+ * remember the reply for WebLLM's `getMessage`; null: nothing is remembered.
+ * @template {StreamedType} K
+ * @param {WorkerClient} client @param {ChatStates|null} states
  * @param {K} type @param {RequestOf<K>} request @param {CallOptions} [options]
  * @returns {Promise<ResultOf<K>|AsyncIterable<ChunkOf<K>>>}
  */
-function streamable(client, states, type, request, options = {}) {
-  request = states.withDefaults(request);
+export function streamable(client, states, type, request, options = {}) {
+  if (states) request = states.withDefaults(request);
   const id = client.newId();
   const cancel = () => client.cancel(id);
   const release = cancelOnAbort(options?.signal, cancel);
@@ -57,11 +59,11 @@ function streamable(client, states, type, request, options = {}) {
     return client.send(type, body, { id, ...deadline(options) }).finally(release).then((r) => {
       /** @type {any} a chat completion or a completion */
       const reply = r;
-      states.finish(reply.model, reply.choices?.[0]?.message?.content ?? reply.choices?.[0]?.text ?? "", reply.usage);
+      states?.finish(reply.model, reply.choices?.[0]?.message?.content ?? reply.choices?.[0]?.text ?? "", reply.usage);
       return r;
     });
   }
-  const follow = states.follow();
+  const follow = states?.follow();
   /** @type {ChunkStream<ChunkOf<K>>} */
   const stream = new ChunkStream(cancel);
   return new Promise((resolve, reject) => {
@@ -76,13 +78,13 @@ function streamable(client, states, type, request, options = {}) {
       id,
       ...deadline(options),
       chunk: (c) => {
-        follow.chunk(c);
+        follow?.chunk(c);
         stream.push(c);
         start();
       },
     }).finally(release).then(
       () => {
-        follow.end();
+        follow?.end();
         stream.end();
         start();
       },

@@ -11,9 +11,10 @@ import { ChunkStream } from "./chunk_stream.js";
 /**
  * @typedef {import("./worker_client.js").WorkerClient} WorkerClient
  * @typedef {import("./calls.js").Deadline} Deadline
- * @typedef {Deadline & {timeLimitMs?: number, signal?: AbortSignal}} SkillOptions
+ * @typedef {Deadline & {timeLimitMs?: number, signal?: AbortSignal, namespace?: string}} SkillOptions
  *   `timeLimitMs`: how long the skill may run (default `skillTimeLimitMs` of the engine's config, 5 minutes);
- *   `signal`: aborting it cancels the call (the skill is interrupted: `SkillError`)
+ *   `signal`: aborting it cancels the call (the skill is interrupted: `SkillError`); `namespace`
+ *   (runs only): its tools are the page's and those of the MCP servers connected there (`engine.tools.connect`)
  * @typedef {import("../../worker/wire_types.js").SkillEvent} SkillEvent
  *   What a `@message_stream` skill writes, as it writes it (`payload`: its end payload as JSON).
  * @typedef {"skills_register"|"skills_run"|"skills_stream"} SkillCallType
@@ -129,6 +130,11 @@ export function interruptSkills(client, interrupts) {
   trip();
 }
 
+/** @param {SkillOptions|undefined} options @returns {{namespace?: string}} */
+function inNamespace(options) {
+  return options?.namespace === undefined ? {} : { namespace: options.namespace };
+}
+
 /**
  * The `skills` namespace of an engine.
  * @param {WorkerClient} client @param {PythonInterrupts} interrupts
@@ -149,7 +155,7 @@ export function skillsApi(client, interrupts, defaultLimitMs) {
     /** @type {ChunkStream<SkillEvent>} */
     const events = new ChunkStream(() => client.cancel(id));
     try {
-      skillCall(client, interrupts, defaultLimitMs(), "skills_stream", { name, input }, options,
+      skillCall(client, interrupts, defaultLimitMs(), "skills_stream", { name, input, ...inNamespace(options) }, options,
         { id, chunk: (c) => events.push(c) }).then(() => events.end(), (err) => events.end(err));
     } catch (err) { // arguments refused before anything was sent
       events.end(err instanceof Error ? err : new Error(String(err)));
@@ -175,7 +181,7 @@ export function skillsApi(client, interrupts, defaultLimitMs) {
      *   the call rejects with a `SkillError`
      * @returns {Promise<ResultOf<"skills_run">>} the skill's output (a JSON value)
      */
-    run: (name, input, options = {}) => call("skills_run", { name, input }, options),
+    run: (name, input, options = {}) => call("skills_run", { name, input, ...inNamespace(options) }, options),
     /**
      * Run a `@message_stream` skill: `for await (const event of engine.skills.stream(name, input))`
      * yields its `message_begin` / `message_append` / `message_end` events as the skill writes them.

@@ -3,9 +3,10 @@
 // which skills see through pharia-skill's `csi.list_tools()` / `csi.invoke_tool(name, **args)`.
 // The worker keeps the specs (it checks each call's arguments against the schema); the functions
 // stay here, and the worker asks for each call (`tool_call`), answered with `tool_result`.
+// MCP servers (`connect`) serve their tools to the skills run in a namespace; the worker calls them.
 
 import { EngineError } from "../engine_error.js";
-import { deadline } from "./calls.js";
+import { cancelOnAbort, deadline } from "./calls.js";
 
 /**
  * @typedef {import("./worker_client.js").WorkerClient} WorkerClient
@@ -21,7 +22,24 @@ import { deadline } from "./calls.js";
  *   a string (one content item), an array of strings (the items), undefined/null (no item), or any
  *   other JSON value (one item: its JSON text). What it throws reaches the skill as a
  *   `pharia_skill.ToolError` with its message. `signal` aborts when the skill's call is cancelled.
+ * @typedef {import("../../worker/wire_types.js").ToolServer} ToolServer
+ *   An MCP server connected in a namespace: `{namespace, url, label, tools: [{name, description, input_schema}]}`.
+ * @typedef {{namespace: string, url: string, headers?: Record<string, string>, label?: string,
+ *   timeoutMs?: number}} ToolServerInput
+ *   `namespace`: the skills run with `{namespace}` see the server's tools; `url`: its MCP endpoint
+ *   (Streamable HTTP); `headers`: sent with every request; `label`: how errors name it (default: the
+ *   namespace); `timeoutMs`: how long one request to it may take (default 60 s).
  */
+
+/**
+ * The body of `tools_connect` (fields it does not know go along: the worker refuses them by name).
+ * @param {any} server
+ */
+function connectBody(server) {
+  if (server === null || typeof server !== "object" || Array.isArray(server)) return server;
+  const { timeoutMs, ...rest } = server;
+  return timeoutMs === undefined ? rest : { ...rest, timeout_s: timeoutMs / 1000 };
+}
 
 /**
  * The JSON value `value` stands for (undefined: null), or a TypeError when it is none.
@@ -99,5 +117,26 @@ export function toolsApi(client) {
       await client.send("tools_remove", { request: { name } }, deadline(options));
       functions.delete(name);
     },
+    /**
+     * Connect an MCP server (Streamable HTTP) for the skills run in `namespace`: resolves once its
+     * session has started and its tools are listed; a server that cannot be reached or fails
+     * rejects with a typed error naming it (`ServerUnavailableError`, `ServerError`, ...).
+     * @param {ToolServerInput} server @param {Deadline & {signal?: AbortSignal}} [options]
+     * @returns {Promise<ToolServer>}
+     */
+    connect: (server, options = {}) => {
+      const id = client.newId();
+      const release = cancelOnAbort(options?.signal, () => client.cancel(id));
+      return client.send("tools_connect", { request: connectBody(server) }, { id, ...deadline(options) })
+        .finally(release);
+    },
+    /**
+     * Disconnect the MCP server at `url` in `namespace` (without `url`: every server there).
+     * @param {{namespace: string, url?: string}} which @param {Deadline} [options]
+     * @returns {Promise<ToolServer[]>} the servers disconnected
+     */
+    disconnect: (which, options = {}) => client.send("tools_disconnect", { request: which }, deadline(options)),
+    /** @param {Deadline} [options] @returns {Promise<ToolServer[]>} the MCP servers connected, by namespace */
+    servers: (options = {}) => client.send("tools_servers", {}, deadline(options)),
   };
 }

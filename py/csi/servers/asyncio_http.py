@@ -17,6 +17,7 @@ class _Response:
     def __init__(self, status: int, headers: dict[str, str], reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
         self.status = status
+        self.headers = headers
         self._reader, self._writer = reader, writer
         self._chunked = "chunked" in headers.get("transfer-encoding", "").lower()
         length = headers.get("content-length")
@@ -91,4 +92,7 @@ class AsyncioHttp:
         except (OSError, ValueError, IndexError, asyncio.IncompleteReadError) as exc:
             writer.close()
             raise unreachable(where, f"no HTTP answer ({exc or type(exc).__name__})") from None
+        except BaseException:  # cancelled while waiting for the answer: drop the connection
+            writer.close()
+            raise
         return _Response(status, fields, reader, writer)

@@ -13,6 +13,8 @@ class HttpResponse(Protocol):
     """An HTTP response whose body arrives in pieces."""
 
     status: int
+    headers: dict[str, str]
+    """The response's headers, names in lower case (in the browser, only those CORS lets the page read)."""
 
     async def read(self, timeout_s: float) -> bytes | None:
         """The next piece of the body; ``None`` at its end; ``TimeoutError`` when none comes

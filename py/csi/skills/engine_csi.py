@@ -70,6 +70,7 @@ if TYPE_CHECKING:
 
     from ..core.engine import Engine
     from ..index.service import DocumentIndex
+    from ..mcp.namespaces import McpNamespaces
     from ..text.services import TextServices
     from .page_tools import ToolRegistry
 
@@ -121,7 +122,8 @@ class EngineCsi(Csi):
     tools; every call validates like the page-facing faces do."""
 
     def __init__(self, engine: Engine, text: TextServices, index: Callable[[], DocumentIndex],
-                 run_sync: RunSync, scope: Scope | None = None, tools: ToolRegistry | None = None) -> None:
+                 run_sync: RunSync, scope: Scope | None = None, tools: ToolRegistry | None = None,
+                 mcp: McpNamespaces | None = None, namespace: str | None = None) -> None:
         self.engine = engine
         self.text = text
         self._index = index
@@ -129,11 +131,20 @@ class EngineCsi(Csi):
         self.scope = scope
         """The message the calls serve (a skill run's): cancelling it cancels them."""
         self.tools = tools
+        self.mcp = mcp
+        self.namespace = namespace
+        """Whose MCP servers' tools the skill sees, beside the page's (``None``: the page's only)."""
         self._open: list[EngineEvents] = []
 
-    def scoped(self, scope: Scope) -> EngineCsi:
-        """The same CSI, its calls serving ``scope`` (and its streams its own)."""
-        return EngineCsi(self.engine, self.text, self._index, self._run, scope, self.tools)
+    def scoped(self, scope: Scope, namespace: str | None = None) -> EngineCsi:
+        """The same CSI, its calls serving ``scope`` (and its streams its own), its tools those of
+        ``namespace`` (``None``: the same namespace)."""
+        return EngineCsi(self.engine, self.text, self._index, self._run, scope, self.tools, self.mcp,
+                         self.namespace if namespace is None else namespace)
+
+    def _mcp_namespace(self) -> str | None:
+        """The namespace whose MCP servers serve tools here, if any are connected."""
+        return self.namespace if self.mcp is not None and self.mcp.serves(self.namespace) else None
 
     @property
     def index(self) -> DocumentIndex:
@@ -252,21 +263,33 @@ class EngineCsi(Csi):
 
     # ---- tools
 
-    def list_tools(self) -> list[Tool]:  # noqa: D102
-        return [Tool(t.name, t.description, t.input_schema) for t in (self.tools.list() if self.tools else [])]
+    def list_tools(self) -> list[Tool]:
+        """The page's tools, then those of the namespace's MCP servers (a page tool's name wins)."""
+        tools = [Tool(t.name, t.description, t.input_schema) for t in (self.tools.list() if self.tools else [])]
+        namespace, mcp = self._mcp_namespace(), self.mcp
+        if namespace is not None and mcp is not None:
+            names = {t.name for t in tools}
+            served = self._run(mcp.list_tools(namespace, self.scope))
+            tools += [Tool(t.name, t.description or "", t.input_schema) for t in served if t.name not in names]
+        return tools
 
     def invoke_tool_concurrent(self, requests: Sequence[InvokeRequest]) -> list[ToolResult]:
         """Each call's output, or a ``ToolError`` when the tool itself failed; an unknown tool or
         arguments its schema refuses are typed errors (``InvalidInputError`` naming the field)."""
         if self.tools is None:
             raise NotSupportedError("no tools are available here", "name")
-        tools = self.tools
+        tools, mcp, namespace = self.tools, self.mcp, self._mcp_namespace()
+
+        async def invoke(name: str, arguments: dict[str, Any]) -> list[str]:
+            if namespace is None or mcp is None or tools.has(name):
+                return await tools.invoke(name, arguments, self.scope)
+            return await mcp.invoke(namespace, name, arguments, self.scope)
 
         async def invoke_all() -> list[ToolResult]:
             out: list[ToolResult] = []
             for r in requests:
                 try:
-                    out.append(ToolOutput(await tools.invoke(r.name, r.arguments, self.scope)))
+                    out.append(ToolOutput(await invoke(r.name, r.arguments)))
                 except CsiError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - the tool's own failure goes to the skill

@@ -17,8 +17,9 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from json import dumps
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from ..core.scope import CancelWatch, cancel_reason
 from ..errors import AbortError, InvalidInputError, ToolFailed
 from .tool_schema import Validator, check_arguments, compile_input_schema
 
@@ -31,8 +32,8 @@ PageCall = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """Asks the page to run its tool ``name`` on ``arguments``; the page's result (a JSON value), or
 ``ToolFailed`` with the message of what the page's function threw."""
 
-__all__ = ["Invoker", "PageCall", "ToolFailed", "ToolRegistry", "ToolSpec", "page_invoker", "parse_spec",
-           "tool_contents"]
+__all__ = ["CancelWatch", "Invoker", "PageCall", "ToolFailed", "ToolRegistry", "ToolSpec", "cancel_reason",
+           "page_invoker", "parse_spec", "tool_contents"]
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SPEC_FIELDS = ("name", "description", "input_schema")
@@ -48,27 +49,6 @@ class ToolSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
-
-
-class CancelWatch(Protocol):
-    """What tells a call that its scope is cancelled (the engine)."""
-
-    @property
-    def interrupt_epoch(self) -> int: ...
-
-    def is_aborted(self, request_id: str) -> bool: ...
-
-    def next_cancel(self) -> asyncio.Future[None]: ...
-
-
-def cancel_reason(watch: CancelWatch, scope: Scope) -> str | None:
-    """Why work serving ``scope`` must stop (its message was cancelled, or ``interruptGenerate()``
-    came after it), or ``None``."""
-    if scope.request_id is not None and watch.is_aborted(scope.request_id):
-        return "was cancelled"
-    if scope.epoch is not None and watch.interrupt_epoch != scope.epoch:
-        return "was stopped by interruptGenerate()"
-    return None
 
 
 @dataclass(frozen=True)
@@ -150,6 +130,10 @@ class ToolRegistry:
         parsed, validator = parse_spec(spec)
         self._entries[parsed.name] = _Entry(parsed, invoke, validator)
         return parsed
+
+    def has(self, name: str) -> bool:
+        """Whether a tool is registered as ``name``."""
+        return name in self._entries
 
     def remove(self, name: Any) -> None:
         """Forget the tool ``name``."""

@@ -22,6 +22,7 @@ from ..core.engine import Engine
 from ..core.host import SkillHost
 from ..core.scope import Scope
 from ..errors import CsiError, InternalError, InvalidInputError, SkillError, SkillInterrupt, blame
+from ..mcp.namespaces import check_namespace
 from . import interrupts
 from .imports import skill_imports
 from .interrupts import SkillRun, run_marked
@@ -211,15 +212,17 @@ class SkillRegistry:
         return SkillMetadata.model_validate(self._get(r.name).metadata())
 
     async def _call(self, skill: LoadedSkill, time_limit_ms: float | None, scope: Scope | None,
-                    body: Callable[[EngineCsi], T]) -> T:
-        """Run ``body`` (the skill, given its CSI) under the call's time limit and scope; the streams
-        it left open are closed when it ends. Errors come out typed."""
+                    body: Callable[[EngineCsi], T], namespace: str | None = None) -> T:
+        """Run ``body`` (the skill, given its CSI, whose tools are ``namespace``'s) under the call's
+        time limit and scope; the streams it left open are closed when it ends. Errors come out typed."""
+        if namespace is not None:
+            check_namespace(namespace)
         try:
             with self._running(skill.name, time_limit_ms, scope) as (run, scoped), \
                     blame("input", only=(InvalidInputError,)):  # the input did not validate
 
                 def marked(csi: EngineCsi) -> T:
-                    own = csi.scoped(scoped)
+                    own = csi.scoped(scoped, namespace)
                     try:
                         return run_marked(run, lambda: body(own))
                     finally:
@@ -241,7 +244,8 @@ class SkillRegistry:
         await self._ensure_loaded()
         skill = self._get(r.name, "skill")
         data = dumps(r.input).encode()
-        return SkillOutput(loads(await self._call(skill, r.time_limit_ms, scope, lambda csi: skill.run(csi, data))))
+        return SkillOutput(loads(await self._call(skill, r.time_limit_ms, scope, lambda csi: skill.run(csi, data),
+                                                  r.namespace)))
 
     async def stream(self, r: SkillStreamRequest, scope: Scope | None = None) -> AsyncIterator[SkillEvent]:
         """Run a ``@message_stream`` skill: its ``message_begin`` / ``message_append`` /
@@ -257,7 +261,7 @@ class SkillRegistry:
             loop.call_soon_threadsafe(queue.put_nowait, event)
 
         task = asyncio.ensure_future(self._call(skill, r.time_limit_ms, scope,
-                                                lambda csi: skill.stream(csi, data, emit)))
+                                                lambda csi: skill.stream(csi, data, emit), r.namespace))
         task.add_done_callback(lambda _: loop.call_soon_threadsafe(queue.put_nowait, None))
         return self._events(queue, task, scope)
 

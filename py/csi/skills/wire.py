@@ -37,6 +37,8 @@ class SkillRunRequest(Strict):
     input: JsonValue = None
     time_limit_ms: float | None = None
     """How long the skill may run, from its start (``None``: no limit)."""
+    namespace: str | None = None
+    """The namespace it runs in: its tools are the page's and those of the namespace's MCP servers."""
 
 
 class SkillStreamRequest(Strict):
@@ -46,6 +48,8 @@ class SkillStreamRequest(Strict):
     input: JsonValue = None
     time_limit_ms: float | None = None
     """How long the skill may run, from its start (``None``: no limit)."""
+    namespace: str | None = None
+    """The namespace it runs in: its tools are the page's and those of the namespace's MCP servers."""
 
 
 # ---- replies -------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from ..backends.pyodide import (
     run_sync,
 )
 from ..backends.pyodide.http import FetchHttp
+from ..backends.pyodide.response_store import PyodideResponseStore
 from ..runtime import Runtime, build_runtime
 from ..skills import interrupts
 from ..skills.registry import SkillRunner
@@ -71,6 +72,7 @@ def create_app(bridge: Any, host: Any, post: Post, page_interrupts: Callable[[],
     if page_interrupts is not None:
         interrupts.page_interrupts = lambda: int(page_interrupts())
     runtime = build_runtime(PyodideBackend(bridge), PyodideHost(host), PyodideIndexStore(host.documents),
-                            skill_runner=_inline_runner, http=FetchHttp(host))
+                            skill_runner=_inline_runner, http=FetchHttp(host),
+                            responses=PyodideResponseStore(host))
     return WorkerApp(runtime, post, None if page_tools is None else PyodidePageTools(page_tools),
                      memory=lambda: loads(bridge.memoryStats()), prompt_caches=PyodidePromptCaches(bridge))

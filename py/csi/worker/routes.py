@@ -28,6 +28,9 @@ from ..faces import chat_tokens, remote_llm, spin
 from ..faces.openai import protocol as openai_protocol
 from ..faces.openai import responses
 from ..faces.openai import serving as openai
+from ..faces.openai.responses_api import objects as response_objects
+from ..faces.openai.responses_api import protocol as response_protocol
+from ..faces.openai.responses_api import serving as responses_api
 from ..faces.pharia import index, inference, text
 from ..index import types as index_types
 from ..skills.page_tools import PageCall, page_invoker
@@ -43,7 +46,7 @@ from ..skills.wire import (
     SkillStreamRequest,
 )
 from ..wire import NULL, Null, parse_batch, parse_request
-from . import prompt_caches, remotes
+from . import prompt_caches, remotes, tool_servers
 from .replies import (
     BootTimings,
     BootTimingsReply,
@@ -224,6 +227,16 @@ ROUTES: dict[str, Route] = {
     "embeddings": route(lambda c, r: openai.embeddings(c.runtime.engine, r, c.scope), "whole",
                         openai_protocol.EmbeddingRequest, reply=responses.CreateEmbeddingResponse),
     # the Prompt API facade (web/prompt_api.js): a conversation's tokens, nothing generated
+    "responses_create": streamed(lambda c, r: responses_api.create_response(c.runtime.engine, c.runtime.responses, r,
+                                                                             c.scope),
+                                 response_protocol.ResponseCreateRequest, reply=response_objects.ResponseObject,
+                                 chunk=response_objects.ResponseStreamEvent),
+    "responses_retrieve": route(lambda c, r: responses_api.retrieve(c.runtime.responses, r), "whole",
+                                response_protocol.ResponseIdRequest, reply=response_objects.ResponseObject),
+    "responses_delete": route(lambda c, r: responses_api.delete(c.runtime.responses, r), "whole",
+                              response_protocol.ResponseIdRequest, reply=response_objects.DeletedResponse),
+    "responses_input_items": route(lambda c, r: responses_api.list_input_items(c.runtime.responses, r), "whole",
+                                   response_protocol.InputItemsRequest, reply=response_objects.InputItemList),
     "chat_tokens": route(lambda c, r: chat_tokens.chat_tokens(c.runtime.engine, r, c.scope), "whole",
                          chat_tokens.ChatTokensRequest, reply=chat_tokens.ChatTokens),
     # pharia:skill CSI: inference, chunking, language, document index
@@ -281,6 +294,13 @@ ROUTES: dict[str, Route] = {
     "tools_register": route(_register_tool, "whole", ToolRegisterRequest, reply=ToolDescription),
     "tools_list": route(_list_tools, "whole", None, reply=ToolDescriptions),
     "tools_remove": route(_remove_tool, "whole", ToolName, reply=Null),
+    # MCP servers whose tools skills of a namespace call
+    "tools_connect": route(lambda c, r: tool_servers.connect(c.runtime.mcp, r, c.scope), "whole",
+                           tool_servers.ToolServerConnect, reply=tool_servers.ToolServer),
+    "tools_disconnect": route(lambda c, r: tool_servers.disconnect(c.runtime.mcp, r), "whole",
+                              tool_servers.ToolServerRef, reply=tool_servers.ToolServers),
+    "tools_servers": route(lambda c, _: tool_servers.listed(c.runtime.mcp), "whole", None,
+                           reply=tool_servers.ToolServers),
     # prompt caches kept beyond the page (engine.cache)
     "prompt_caches_list": route(lambda c, _: prompt_caches.list_caches(c.prompt_caches), "whole", None,
                                 reply=prompt_caches.PromptCacheList),

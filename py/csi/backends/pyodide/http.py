@@ -4,7 +4,7 @@ connection to the server)."""
 
 from __future__ import annotations
 
-from json import dumps
+from json import dumps, loads
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,6 +16,7 @@ from ...servers.http import unreachable
 class _FetchResponse:
     def __init__(self, response: Any, where: str) -> None:
         self.status = int(response.status)
+        self.headers: dict[str, str] = loads(response.headers)
         self._response: Any = response
         self._where = where
 

@@ -80,7 +80,8 @@ class _Finished:
 # ---- chat completions ------------------------------------------------------------------------------
 
 
-def _chat_logprobs(gen: Generation, delta: TextDelta) -> list[TokenLogprob]:
+def token_logprobs(gen: Generation, delta: TextDelta) -> list[TokenLogprob]:
+    """The log-probabilities of a delta's tokens, in chat's shape (each with its top alternatives)."""
     def entry(token: int) -> tuple[str, list[int]]:
         return gen.token_text(token), list(gen.token_bytes(token))
 
@@ -170,7 +171,7 @@ async def chat_completion_stream(
             if delta.content is None and delta.tool_calls is None and delta.function_call is None \
                     and not (with_logprobs or with_ids):
                 continue  # held back until it is clear whether a tool call begins
-            logprobs = ChoiceLogprobs(content=_chat_logprobs(gen, d)) if with_logprobs else None
+            logprobs = ChoiceLogprobs(content=token_logprobs(gen, d)) if with_logprobs else None
             yield chunk([ChunkChoice(index=event.index, delta=delta,
                                      logprobs=logprobs, token_ids=d.token_ids if with_ids else None)])
             continue
@@ -206,7 +207,7 @@ async def chat_completion(engine: Engine, req: ChatCompletionRequest, scope: Sco
         choices=[
             Choice(index=i, message=message,
                    finish_reason=_finish(r.stats, bool(message.tool_calls or message.function_call), legacy),
-                   logprobs=ChoiceLogprobs(content=[lp for d in r.deltas for lp in _chat_logprobs(gen, d)])
+                   logprobs=ChoiceLogprobs(content=[lp for d in r.deltas for lp in token_logprobs(gen, d)])
                    if with_logprobs else None,
                    token_ids=r.token_ids if with_ids else None)
             for i, r in enumerate(results)
@@ -259,7 +260,7 @@ def _completion_logprobs(req: CompletionRequest, gen: Generation, deltas: list[T
                          offset: int) -> CompletionLogprobs | ChoiceLogprobs | None:
     """OpenAI's legacy shape for ``logprobs: <int>``, chat's for WebLLM's ``logprobs: true``."""
     if req.chat_logprobs:
-        return ChoiceLogprobs(content=[lp for d in deltas for lp in _chat_logprobs(gen, d)])
+        return ChoiceLogprobs(content=[lp for d in deltas for lp in token_logprobs(gen, d)])
     if req.logprobs is None or req.logprobs is False:
         return None
     return _legacy_logprobs(gen, deltas, offset)

@@ -1,0 +1,1 @@
+"""OpenAI's Responses API (``responses.create`` and stored responses) on the engine."""
