@@ -20,6 +20,8 @@ pytestmark = pytest.mark.browser
 
 CITY = {"type": "object", "additionalProperties": False, "required": ["city"],
         "properties": {"city": {"type": "string", "maxLength": 12, "description": "The city's name."}}}
+RATING = {"type": "object", "required": ["rating"], "additionalProperties": False,
+          "properties": {"rating": {"type": "integer", "minimum": 0, "maximum": 5}}}
 WEATHER = {"name": "get_weather", "description": "The current weather in a city.", "inputSchema": CITY}
 # `spy`: the page's engine, recording each chat completion request (a copy) in `seen`
 SPY = """
@@ -193,7 +195,8 @@ def test_an_abort_reaches_a_running_execute_and_ends_the_prompt(tools: PromptPag
 def test_streaming_clones_and_measuring_with_tools(tools: PromptPage) -> None:
     """promptStreaming runs the tools too and streams the answer's text; a clone keeps the tools
     (greedy: the same calls and answer); measureContextUsage plus the usage after create() is
-    what the prompt takes, tool declarations included; append() runs no tool."""
+    what the prompt takes, tool declarations included; append() runs no tool, nor does a prompt
+    with a response constraint (its reply follows the constraint)."""
     out = tools.value(SPY + """
         const got = [];
         const tool = {...arg, async execute({city}) { got.push(city); return `${city}: 9 degrees`; }};
@@ -212,13 +215,16 @@ def test_streaming_clones_and_measuring_with_tools(tools: PromptPage) -> None:
         const whole = await b.prompt('Weather in Oslo?');
         const calls = got.length, before = a.contextUsage;
         await a.append('Thanks. And in Bergen?');
-        return {chunks, whole, got, streamedCalls, created, measured, total, plain,
-                appended: a.contextUsage > before && got.length === calls};""", WEATHER)
+        const appended = a.contextUsage > before && got.length === calls;
+        const rated = await b.prompt('Rate the weather from 0 to 5.', {responseConstraint: arg.rating});
+        return {chunks, whole, got, streamedCalls, created, measured, total, plain, appended, rated,
+                constrainedCalls: got.length - calls};""", {**WEATHER, "rating": RATING})
     n = out["streamedCalls"]
     assert n >= 1 and out["got"][:n] == out["got"][n:]
     assert "".join(out["chunks"]) == out["whole"]
     assert out["created"] + out["measured"] == out["total"] and out["plain"] < out["total"]
-    assert out["appended"]
+    assert out["appended"] and out["constrainedCalls"] == 0
+    jsonschema.validate(json.loads(out["rated"]), RATING)
 
 
 def test_tools_are_checked_when_the_session_is_created(tools: PromptPage) -> None:
