@@ -13,7 +13,8 @@ import { abortable, fromEngine } from "./prompt_api_calls.js";
  * @typedef {import("./engine.js").WebWorkerEngine} WebWorkerEngine
  * @typedef {{name: string, description: string, inputSchema: Record<string, any>,
  *            execute: (args: any, options: {signal: AbortSignal}) => unknown}} Tool
- * @typedef {{type: "function", function: {name: string, description: string, parameters: Record<string, any>}}} Declaration
+ * @typedef {{type: "function", function: {name: string, description: string, parameters: Record<string, any>}}}
+ *   Declaration a tool as chat completions take it
  * @typedef {{tools: Tool[], declarations: Declaration[], choice: "auto"|"required"}} ToolSet
  */
 
@@ -82,7 +83,9 @@ export function schemaError(schema, value, root = schema, at = "arguments") {
   }
   if (schema.type !== undefined) {
     const types = Array.isArray(schema.type) ? schema.type : [schema.type];
-    if (!types.some((/** @type {string} */ t) => isType(value, t))) return `${at} must be of type ${types.join(" or ")}`;
+    if (!types.some((/** @type {string} */ t) => isType(value, t))) {
+      return `${at} must be of type ${types.join(" or ")}`;
+    }
   }
   if ("const" in schema && !same(value, schema.const)) return `${at} must be ${JSON.stringify(schema.const)}`;
   if (Array.isArray(schema.enum) && !schema.enum.some((/** @type {unknown} */ v) => same(value, v))) {
@@ -107,8 +110,10 @@ export function schemaError(schema, value, root = schema, at = "arguments") {
   }
   if (typeof value === "string") {
     const length = [...value].length;
-    if (length < (schema.minLength ?? 0) || length > (schema.maxLength ?? Infinity)) return `${at} has the wrong length`;
-    if (typeof schema.pattern === "string" && !new RegExp(schema.pattern, "u").test(value)) {
+    if (length < (schema.minLength ?? 0) || length > (schema.maxLength ?? Infinity)) {
+      return `${at} has the wrong length`;
+    }
+    if (typeof schema.pattern === "string" && !matches(schema.pattern, value)) {
       return `${at} must match /${schema.pattern}/`;
     }
   }
@@ -136,11 +141,11 @@ function objectError(schema, value, sub, at) {
   if (keys.length < (schema.minProperties ?? 0) || keys.length > (schema.maxProperties ?? Infinity)) {
     return `${at} has the wrong number of properties`;
   }
-  const patterns = Object.entries(schema.patternProperties ?? {}).map(([p, s]) => [new RegExp(p, "u"), s]);
+  const patterns = Object.entries(schema.patternProperties ?? {});
   for (const key of keys) {
     const where = `${at}.${key}`;
     const named = schema.properties && Object.hasOwn(schema.properties, key);
-    const matching = patterns.filter(([p]) => p.test(key));
+    const matching = patterns.filter(([p]) => matches(p, key));
     for (const s of [...(named ? [schema.properties[key]] : []), ...matching.map(([, s]) => s)]) {
       const wrong = sub(s, value[key], where);
       if (wrong) return wrong;
@@ -153,6 +158,18 @@ function objectError(schema, value, sub, at) {
     if (wrong) return wrong;
   }
   return null;
+}
+
+/**
+ * Whether `text` matches `pattern` (one JavaScript cannot read is left unchecked).
+ * @param {string} pattern @param {string} text
+ */
+function matches(pattern, text) {
+  try {
+    return new RegExp(pattern, "u").test(text);
+  } catch {
+    return true;
+  }
 }
 
 /** @param {unknown} value @param {string} type */
@@ -207,7 +224,8 @@ function chatMessages(turns) {
 async function runCall(call, set, signal) {
   const failure = (/** @type {string} */ message) => JSON.stringify({ error: message });
   const tool = set.tools.find((t) => t.name === call.name);
-  if (!tool) return failure(`there is no tool named ${call.name}; the tools are ${set.tools.map((t) => t.name).join(", ")}`);
+  const names = set.tools.map((t) => t.name).join(", ");
+  if (!tool) return failure(`there is no tool named ${call.name}; the tools are ${names}`);
   let args;
   try {
     args = JSON.parse(call.arguments);
