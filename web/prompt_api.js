@@ -14,14 +14,17 @@
 // Each session keeps its own conversation; every prompt sends it whole, and the engine keeps the
 // KV cache of the longest prefix it already ran, so a session's next prompt runs only its new
 // tokens (while no other session used the model in between). Options a model cannot honor
-// (images, audio, tools, languages it does not read) are refused as the spec says.
+// (images, audio, languages it does not read) are refused as the spec says. Tools (`create({tools})`)
+// run during prompt() through the engine's tool calling (prompt_api_tools.js).
 
 import {
   canonicalPrompt, coreOptions, domError, MAX_TEMPERATURE, MAX_TOP_K, modelSampling, quotaExceeded,
   refusal, responseConstraint, withGuidance,
 } from "./prompt_api_input.js";
-import { EngineSource } from "./prompt_api_engine.js";
+import { checkedConfig, EngineSource } from "./prompt_api_engine.js";
 import { abortable, createMonitor, fromEngine, prefill, wire } from "./prompt_api_calls.js";
+import { promptWithTools, toolSet } from "./prompt_api_tools.js";
+import { install } from "./prompt_api_install.js";
 
 /**
  * @typedef {import("./prompt_api_input.js").TextMessage} TextMessage
@@ -29,13 +32,15 @@ import { abortable, createMonitor, fromEngine, prefill, wire } from "./prompt_ap
  * @typedef {import("./prompt_api_input.js").SamplingMode} SamplingMode
  * @typedef {import("./prompt_api_input.js").Expected} Expected
  * @typedef {import("./prompt_api_engine.js").FacadeConfig} FacadeConfig
+ * @typedef {import("./prompt_api_tools.js").ToolSet} ToolSet
  * @typedef {import("./prompt_api_engine.js").Availability} Availability
  * @typedef {import("./engine.js").WebWorkerEngine} WebWorkerEngine
  * @typedef {{responseConstraint?: object, omitResponseConstraintInput?: boolean, signal?: AbortSignal}} PromptOptions
  * @typedef {{engine: WebWorkerEngine, model: string, window: number, maxTokens: number|undefined,
  *            initial: TextMessage[], turns: TextMessage[][], usage: number, temperature: number, topK: number,
  *            chosen: import("./prompt_api_input.js").ChosenSampling,
- *            samplingMode: SamplingMode|null, expectedInputs: Expected[], expectedOutputs: Expected[]}} SessionState
+ *            samplingMode: SamplingMode|null, expectedInputs: Expected[], expectedOutputs: Expected[],
+ *            tools: ToolSet|null}} SessionState
  */
 
 const source = new EngineSource();
@@ -70,20 +75,7 @@ export class LanguageModel extends EventTarget {
    * @param {FacadeConfig} config
    */
   static configure(config = {}) {
-    if (!config || typeof config !== "object") throw new TypeError("the configuration is an object");
-    const { model, engine, device, languages, maxTokens } = config;
-    if (model !== undefined && (typeof model !== "string" || !model)) throw new TypeError("model must be a model id");
-    if (engine !== undefined && typeof engine?.chatTokens !== "function") {
-      throw new TypeError("engine must be a csi-web engine (web/engine.js)");
-    }
-    if (device !== undefined && !["wasm", "webgpu", "auto"].includes(device)) {
-      throw new TypeError('device must be "wasm", "webgpu" or "auto"');
-    }
-    if (maxTokens !== undefined && !(Number.isSafeInteger(maxTokens) && maxTokens > 0)) {
-      throw new TypeError("maxTokens must be a positive integer");
-    }
-    const canonical = languages === undefined ? undefined : Intl.getCanonicalLocales(languages);
-    source.configure({ model, engine, device, languages: canonical, maxTokens });
+    source.configure(checkedConfig(config));
   }
 
   /**
@@ -93,6 +85,7 @@ export class LanguageModel extends EventTarget {
    * @returns {Promise<Availability>}
    */
   static async availability(options = {}) {
+    toolSet(options?.tools, options?.toolChoice);
     return refusal(coreOptions(options), source.languages) ? "unavailable" : source.availability();
   }
 
@@ -116,20 +109,23 @@ export class LanguageModel extends EventTarget {
 
   /**
    * A new session. Besides the Prompt API's options (`initialPrompts`, `monitor`, `signal`,
-   * `expectedInputs`, `expectedOutputs`, `samplingMode`, `temperature`, `topK`), csi-web takes
-   * `engine` (and `model`): an engine the app made, instead of the configured one.
+   * `expectedInputs`, `expectedOutputs`, `samplingMode`, `temperature`, `topK`, `tools`), csi-web takes
+   * `engine` (and `model`): an engine the app made, instead of the configured one; and `toolChoice`:
+   * "required" makes each prompt's first reply call a tool (small models seldom decide to).
    * @param {any} [options]
    * @returns {Promise<LanguageModel>}
    */
   static async create(options = {}) {
     const core = coreOptions(options);
+    const tools = toolSet(options?.tools, options?.toolChoice);
     const signal = /** @type {AbortSignal|undefined} */ (options?.signal);
     signal?.throwIfAborted();
     const initial = options.initialPrompts === undefined ? [] : canonicalPrompt(options.initialPrompts, false);
     if (initial.some((m) => m.prefix)) {
       throw domError("NotSupportedError", "a prefix starts a reply: send it with prompt(), not in initialPrompts");
     }
-    const from = options.engine === undefined ? source : appSource(options.engine, options.model);
+    const from = options.engine === undefined ? source
+      : new EngineSource(checkedConfig({ ...source.config, engine: options.engine, model: options.model }));
     const why = refusal(core, from.languages);
     if (why || (await from.availability()) === "unavailable") {
       throw domError("NotSupportedError", why ?? `the model ${from.model ?? ""} cannot be used here`);
@@ -142,18 +138,19 @@ export class LanguageModel extends EventTarget {
     monitor.report(1);
     const probe = await abortable(engine.chatTokens({
       model: from.model ?? null, messages: wire(initial.length ? initial : [{ role: "user", content: "", prefix: false }]),
+      ...(tools ? { tools: tools.declarations } : {}),
     }), signal).catch((e) => {
       throw fromEngine(e);
     });
-    if (initial.length && probe.token_ids === null) {
-      throw quotaExceeded(`the initial prompts take ${probe.count} tokens; the context window holds ${probe.context_window}`,
-        probe.count, probe.context_window);
+    if ((initial.length || tools) && probe.token_ids === null) {
+      throw quotaExceeded(`the initial prompts and tools take ${probe.count} tokens; the context window holds ${
+        probe.context_window}`, probe.count, probe.context_window);
     }
     if (probe.token_ids && initial.length) await abortable(prefill(engine, probe.model, probe.token_ids, signal), signal);
     return new LanguageModel(CONSTRUCTING, {
       engine, model: probe.model, window: probe.context_window, maxTokens: from.config.maxTokens,
-      initial, turns: [], usage: initial.length ? probe.count : 0, ...modelSampling(probe.sampling), ...core.sampling,
-      chosen: core.sampling,
+      initial, turns: [], usage: initial.length || tools ? probe.count : 0, ...modelSampling(probe.sampling),
+      ...core.sampling, chosen: core.sampling, tools,
       samplingMode: core.samplingMode, expectedInputs: core.expectedInputs, expectedOutputs: core.expectedOutputs,
     });
   }
@@ -228,7 +225,7 @@ export class LanguageModel extends EventTarget {
       const history = this.#history();
       const count = (/** @type {TextMessage[]} */ ms, /** @type {string|null} */ p) =>
         this.#tokens(ms, p, signal).then((r) => r.count);
-      const before = history.length ? await count(history, null) : 0;
+      const before = history.length || this.#s.tools ? await count(history, null) : 0;
       return (await count([...history, ...messages], prefix)) - before;
     }, options.signal);
   }
@@ -278,13 +275,12 @@ export class LanguageModel extends EventTarget {
    */
   async #generate({ messages, prefix, constraint }, signal, chunk) {
     const s = this.#s;
+    if (s.tools && prefix === null && !constraint) return this.#generateWithTools(messages, signal, chunk);
     const fit = await this.#fit(messages, prefix, signal);
     const room = s.window - fit.count;
     const request = {
       model: s.model, prompt: fit.ids, stream: /** @type {const} */ (true), stream_options: { include_usage: true },
-      max_tokens: Math.min(room, s.maxTokens ?? room),
-      ...(s.chosen.temperature === undefined ? {} : { temperature: s.chosen.temperature }),
-      ...(s.chosen.topK === undefined ? {} : { top_k: s.chosen.topK }),
+      max_tokens: Math.min(room, s.maxTokens ?? room), ...this.#sampling(),
       ...(constraint ? { response_format: constraint.format } : {}),
     };
     let text = "";
@@ -312,6 +308,29 @@ export class LanguageModel extends EventTarget {
     s.turns.push([...messages, { role: "assistant", content: (prefix ?? "") + text, prefix: false }]);
     s.usage = fit.count + generated;
     return text;
+  }
+
+  /**
+   * A prompt in a session with tools (without a prefix or a response constraint, which take the
+   * path above: the model reads the tools but calls none), the whole exchange then kept.
+   * @param {TextMessage[]} messages @param {AbortSignal} signal @param {((text: string) => void)|null} chunk
+   */
+  async #generateWithTools(messages, signal, chunk) {
+    const s = this.#s;
+    const fit = async (/** @type {TextMessage[]} */ added) => {
+      const { count } = await this.#fit(added, null, signal);
+      return { count, window: s.window, history: this.#history() };
+    };
+    const r = await promptWithTools({ engine: s.engine, model: s.model, set: /** @type {ToolSet} */ (s.tools),
+      maxTokens: s.maxTokens, sampling: this.#sampling() }, messages, fit, signal, chunk);
+    s.turns.push([...r.added, { role: "assistant", content: r.last, prefix: false }]);
+    s.usage = r.count + r.generated;
+    return r.text;
+  }
+
+  #sampling() {
+    const { temperature, topK } = this.#s.chosen;
+    return { ...(temperature === undefined ? {} : { temperature }), ...(topK === undefined ? {} : { top_k: topK }) };
   }
 
   /**
@@ -343,7 +362,8 @@ export class LanguageModel extends EventTarget {
   /** @param {TextMessage[]} messages @param {string|null} prefix @param {AbortSignal} signal */
   async #tokens(messages, prefix, signal) {
     const list = messages.length ? messages : [{ role: /** @type {const} */ ("user"), content: "", prefix: false }];
-    const r = await this.#s.engine.chatTokens({ model: this.#s.model, messages: wire(list), prefix })
+    const tools = this.#s.tools ? { tools: this.#s.tools.declarations } : {};
+    const r = await this.#s.engine.chatTokens({ model: this.#s.model, messages: wire(list), prefix, ...tools })
       .catch((e) => { throw fromEngine(e); });
     signal.throwIfAborted();
     return r;
@@ -385,14 +405,6 @@ export class LanguageModel extends EventTarget {
   }
 }
 
-/** An engine source for one `create()` given an app's engine. @param {any} engine @param {any} model */
-function appSource(engine, model) {
-  const one = new EngineSource();
-  if (typeof engine?.chatTokens !== "function") throw new TypeError("engine must be a csi-web engine (web/engine.js)");
-  one.configure({ ...source.config, engine, model });
-  return one;
-}
-
 /**
  * Make this facade `globalThis.LanguageModel` where the browser has no usable one of its own, and
  * configure it (see {@link LanguageModel.configure}). `replace` says when a browser's own
@@ -402,18 +414,4 @@ function appSource(engine, model) {
  * @param {FacadeConfig} [config] @param {{replace?: "unavailable"|"never"|"always"}} [options]
  * @returns {Promise<any>}
  */
-export async function installLanguageModel(config, options = {}) {
-  const replace = options.replace ?? "unavailable";
-  if (!["unavailable", "never", "always"].includes(replace)) {
-    throw new TypeError('replace must be "unavailable", "never" or "always"');
-  }
-  if (config !== undefined) LanguageModel.configure(config);
-  const g = /** @type {any} */ (globalThis);
-  const native = g.LanguageModel;
-  let install = native === undefined || native === LanguageModel || replace === "always";
-  if (!install && replace === "unavailable") {
-    install = await Promise.resolve().then(() => native.availability()).then((a) => a === "unavailable", () => true);
-  }
-  if (install) Object.defineProperty(g, "LanguageModel", { value: LanguageModel, writable: true, configurable: true });
-  return g.LanguageModel;
-}
+export const installLanguageModel = (config, options = {}) => install(LanguageModel, config, options);

@@ -41,8 +41,10 @@ export async function prefill(engine, model, ids, signal) {
   signal?.throwIfAborted();
 }
 
-/** @param {TextMessage[]} messages */
-export const wire = (messages) => messages.map(({ role, content }) => ({ role, content }));
+/** The messages as chat_tokens takes them. @param {TextMessage[]} messages */
+export const wire = (messages) => messages.map(({ role, content, calls, callId }) => ({
+  role, content, ...(calls ? { tool_calls: calls } : {}), ...(callId === undefined ? {} : { tool_call_id: callId }),
+}));
 
 /**
  * `promise`, or its signal's abort reason as soon as it aborts.
@@ -68,7 +70,7 @@ export function fromEngine(e) {
   if (e instanceof DOMException || e instanceof TypeError || e instanceof RangeError) return e;
   const name = String(e?.name ?? "");
   const param = String(e?.param ?? "");
-  const mapped = param.startsWith("response_format") || name === "ModelNotSupportedError"
+  const mapped = param.startsWith("response_format") || param.startsWith("tools") || name === "ModelNotSupportedError"
     || name === "NotSupportedError" ? "NotSupportedError"
     : name === "ModelLoadError" ? "NetworkError"
       : name === "TimeoutError" ? "TimeoutError" : "UnknownError";

@@ -25,11 +25,34 @@ export const DEFAULT_MODEL = "smollm2-135m-instruct";
 /** The languages a model is taken to handle when the configuration names none. */
 export const DEFAULT_LANGUAGES = Object.freeze(["en"]);
 
+/**
+ * `LanguageModel.configure()`'s configuration checked (TypeErrors), its languages canonical.
+ * @param {any} config
+ * @returns {FacadeConfig}
+ */
+export function checkedConfig(config) {
+  if (!config || typeof config !== "object") throw new TypeError("the configuration is an object");
+  const { model, engine, device, languages, maxTokens } = config;
+  if (model !== undefined && (typeof model !== "string" || !model)) throw new TypeError("model must be a model id");
+  if (engine !== undefined && typeof engine?.chatTokens !== "function") {
+    throw new TypeError("engine must be a csi-web engine (web/engine.js)");
+  }
+  if (device !== undefined && !["wasm", "webgpu", "auto"].includes(device)) {
+    throw new TypeError('device must be "wasm", "webgpu" or "auto"');
+  }
+  if (maxTokens !== undefined && !(Number.isSafeInteger(maxTokens) && maxTokens > 0)) {
+    throw new TypeError("maxTokens must be a positive integer");
+  }
+  const canonical = languages === undefined ? undefined : Intl.getCanonicalLocales(languages);
+  return { model, engine, device, languages: canonical, maxTokens };
+}
+
 /** An engine for the facade's sessions, and what is known of its model. */
 export class EngineSource {
-  constructor() {
+  /** @param {FacadeConfig} [config] */
+  constructor(config = {}) {
     /** @type {FacadeConfig} */
-    this.config = {};
+    this.config = { ...config };
     /** @type {Promise<WebWorkerEngine>|null} the facade's own engine, loading or loaded */
     this.loading = null;
     this.loaded = false;

@@ -6,8 +6,10 @@
 
 /**
  * @typedef {"system"|"user"|"assistant"} Role
- * @typedef {{role: Role, content: string, prefix: boolean}} TextMessage
- *   A message in its long form, text only (what csi-web's models read).
+ * @typedef {{id: string, name: string, arguments: string}} Call a tool call (`arguments`: JSON text)
+ * @typedef {{role: Role|"tool", content: string, prefix: boolean, calls?: Call[], callId?: string}} TextMessage
+ *   A message in its long form, text only (what csi-web's models read); in a session with tools,
+ *   also an assistant's `calls` and a tool's result (role "tool", answering `callId`).
  * @typedef {{type: string, languages?: string[]}} Expected
  * @typedef {"most-predictable"|"predictable"|"balanced"|"creative"|"most-creative"} SamplingMode
  * @typedef {{temperature: number, topK: number}} Sampling
@@ -109,7 +111,7 @@ function expectedList(list, field) {
  * what is not chosen is the model's default).
  * @param {any} options
  * @returns {{expectedInputs: Expected[], expectedOutputs: Expected[], samplingMode: SamplingMode|null,
- *            sampling: ChosenSampling, tools: boolean}}
+ *            sampling: ChosenSampling}}
  */
 export function coreOptions(options) {
   if (options === undefined || options === null) options = {};
@@ -126,10 +128,7 @@ export function coreOptions(options) {
   const sampling = mode === undefined ? {} : { ...SAMPLING_MODES[/** @type {SamplingMode} */ (mode)] };
   if (options.temperature !== undefined) sampling.temperature = temperature(options.temperature);
   if (options.topK !== undefined) sampling.topK = topK(options.topK);
-  return {
-    expectedInputs, expectedOutputs, samplingMode: mode ?? null, sampling,
-    tools: options.tools !== undefined,
-  };
+  return { expectedInputs, expectedOutputs, samplingMode: mode ?? null, sampling };
 }
 
 /** @param {unknown} t */
@@ -254,16 +253,16 @@ export function languagesSupported(wanted, supported) {
 }
 
 /**
- * Why the model cannot honor these options (null: it can): it reads and writes text only, in
- * `languages`, and calls no tools.
+ * Why the model cannot honor these options (null: it can): it reads text (and tool results) and
+ * writes text (and tool calls), in `languages`.
  * @param {ReturnType<typeof coreOptions>} core @param {string[]} languages
  * @returns {string|null}
  */
 export function refusal(core, languages) {
-  if (core.tools) return "tools are not supported: csi-web's Prompt API facade does not call tools";
-  for (const [list, what] of /** @type {const} */ ([[core.expectedInputs, "reads"], [core.expectedOutputs, "writes"]])) {
+  for (const [list, what, tool] of /** @type {const} */ ([[core.expectedInputs, "reads", "tool-response"],
+    [core.expectedOutputs, "writes", "tool-call"]])) {
     for (const e of list) {
-      if (e.type !== "text") return `the model ${what} text only, not ${e.type}`;
+      if (e.type !== "text" && e.type !== tool) return `the model ${what} text and ${tool}s only, not ${e.type}`;
       if (e.languages && !languagesSupported(e.languages, languages)) {
         return `the model ${what} ${languages.join(", ")}, not all of ${e.languages.join(", ")}`;
       }

@@ -18,6 +18,15 @@ export type AudioRef = {
 };
 
 /**
+ * A tool call an assistant turn made; `arguments` is JSON text.
+ */
+export type CallTurn = {
+  id: string;
+  name: string;
+  arguments: string;
+};
+
+/**
  * `cancel`: end the request whose id is `target`.
  */
 export type CancelRequest = {
@@ -110,6 +119,7 @@ export type ChatTokensRequest = {
   model?: string | null;
   messages: Array<TextTurn>;
   prefix?: string | null;
+  tools?: Array<ChatCompletionTool> | null;
 };
 
 export type ChunkBatch = {
@@ -757,11 +767,13 @@ export type TextItem = {
 };
 
 /**
- * One text turn of a conversation.
+ * One turn of a conversation: text, an assistant's tool calls, or a tool's result.
  */
 export type TextTurn = {
-  role: "system" | "user" | "assistant";
+  role: "system" | "user" | "assistant" | "tool";
   content: string;
+  tool_calls?: Array<CallTurn> | null;
+  tool_call_id?: string | null;
 };
 
 /**

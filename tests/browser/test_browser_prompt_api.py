@@ -149,7 +149,7 @@ def test_options_the_model_cannot_honor_are_unavailable_and_refused(app_engine: 
                    "japanese": "unavailable", "audioOut": "unavailable", "frenchOut": "unavailable"}
     for options in ({"expectedInputs": [{"type": "image"}]},
                     {"expectedOutputs": [{"type": "text", "languages": ["ja"]}]},
-                    {"tools": [{"name": "t", "description": "d", "inputSchema": {}}]}):
+                    {"expectedInputs": [{"type": "tool-call"}]}):
         err = app_engine.error("await LanguageModel.create(arg);", options)
         assert (err["name"], err["isDOMException"]) == ("NotSupportedError", True), options
     bad_tag = "await LanguageModel.availability({expectedInputs: [{type: 'text', languages: ['x_y_z!']}]});"

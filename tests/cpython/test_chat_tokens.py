@@ -62,7 +62,32 @@ def test_a_conversation_past_the_window_has_no_ids_and_counts_past_it(engine: En
     assert out["count"] == len(hf_prompt_ids(long)) > out["context_window"]
 
 
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",
+                                            "parameters": {"type": "object", "required": ["city"],
+                                                           "properties": {"city": {"type": "string"}}}}}
+
+
+def test_tools_calls_and_results_render_as_hugging_face_renders_them(engine: Engine) -> None:
+    """A session with tools (the facade's): the declarations, an assistant's call and the tool's
+    result, as HF's template renders the OpenAI shapes of the same conversation."""
+    turns = [{"role": "user", "content": "Weather in Oslo?"},
+             {"role": "assistant", "content": "", "tool_calls": [
+                 {"id": "call_1", "name": "get_weather", "arguments": '{"city": "Oslo"}'}]},
+             {"role": "tool", "content": '{"celsius": 7}', "tool_call_id": "call_1"}]
+    hf = [turns[0], {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
+          turns[2]]
+    out = tokens(engine, {"messages": turns, "tools": [WEATHER]})
+    assert out["token_ids"] == hf_prompt_ids(hf, tools=[WEATHER])
+    bare = tokens(engine, {"messages": turns[:1]})["count"]
+    assert tokens(engine, {"messages": turns[:1], "tools": [WEATHER]})["count"] > bare
+
+
 def test_roles_other_than_the_prompt_apis_are_refused_by_field(engine: Engine) -> None:
     with pytest.raises(InvalidInputError) as caught:
-        tokens(engine, {"messages": [{"role": "tool", "content": "x"}]})
+        tokens(engine, {"messages": [{"role": "developer", "content": "x"}]})
     assert caught.value.param is not None and caught.value.param.startswith("messages[0]")
+    bad = {**WEATHER, "function": {**WEATHER["function"], "parameters": {"type": "object", "not": {}}}}
+    with pytest.raises(InvalidInputError) as caught:
+        tokens(engine, {"messages": [{"role": "user", "content": "x"}], "tools": [bad]})
+    assert caught.value.param is not None and caught.value.param.startswith("tools[0]")

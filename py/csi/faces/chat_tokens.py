@@ -2,7 +2,9 @@
 
 The Prompt API facade (web/prompt_api.js) measures a session's context usage with it, and prompts
 with the ids it returns (as a completion's token prompt), which lets a reply continue an assistant
-prefix (``prefix: true``) and follow a conversation that ends with an assistant turn.
+prefix (``prefix: true``) and follow a conversation that ends with an assistant turn. With
+``tools`` (a session's tools), the ids are those a chat completion with the same messages and
+tools renders, tool calls and results included.
 """
 
 from __future__ import annotations
@@ -13,18 +15,29 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from ..core.engine import Engine
-from ..core.request import ChatMessage, GenerationRequest
+from ..core.request import ChatMessage, GenerationRequest, ToolCall
 from ..core.sampling_defaults import NEUTRAL, SamplingDefaults
 from ..core.scope import Scope
 from ..errors import ContextWindowExceededError, InvalidInputError, NotSupportedError, blame
 from ..wire import Strict
+from .structured import ChatCompletionTool, engine_tools
+
+
+class CallTurn(Strict):
+    """A tool call an assistant turn made; ``arguments`` is JSON text."""
+
+    id: str
+    name: str
+    arguments: str
 
 
 class TextTurn(Strict):
-    """One text turn of a conversation."""
+    """One turn of a conversation: text, an assistant's tool calls, or a tool's result."""
 
-    role: Literal["system", "user", "assistant"]
+    role: Literal["system", "user", "assistant", "tool"]
     content: str
+    tool_calls: list[CallTurn] | None = None
+    tool_call_id: str | None = None
 
 
 class ChatTokensRequest(Strict):
@@ -33,6 +46,8 @@ class ChatTokensRequest(Strict):
     """Rendered with the generation prompt added (the assistant's turn opened)."""
     prefix: str | None = None
     """The start of the assistant's reply: its tokens follow the generation prompt."""
+    tools: list[ChatCompletionTool] | None = None
+    """Rendered as a chat completion renders them (checked as it checks them)."""
 
 
 class ModelSampling(BaseModel):
@@ -65,11 +80,15 @@ _TOO_LONG = re.compile(r"has (\d+) tokens")
 
 async def chat_tokens(engine: Engine, req: ChatTokensRequest, scope: Scope | None = None) -> ChatTokens:
     """Render ``req.messages`` (the engine checks the model and the window; nothing is generated)."""
-    messages = tuple(ChatMessage(m.role, m.content) for m in req.messages)
+    messages = tuple(ChatMessage(m.role, m.content, tuple(ToolCall(c.id, c.name, c.arguments)
+                                                          for c in m.tool_calls or ()), m.tool_call_id)
+                     for m in req.messages)
+    tools, choice = engine_tools(req.tools, None)
     engine.runner(engine.resolve_model(req.model, "chat").model_id).needs_tokenizer(
         "a model on a server renders its prompts there: its tokens are not known here", "model", NotSupportedError)
     try:
-        gen = engine.generate(GenerationRequest(model=req.model, messages=messages), scope)
+        gen = engine.generate(GenerationRequest(model=req.model, messages=messages, tools=tools, tool_choice=choice),
+                              scope)
     except ContextWindowExceededError as exc:
         model = engine.resolve_model(req.model, "chat")
         found = _TOO_LONG.search(str(exc))
