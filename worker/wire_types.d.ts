@@ -1299,7 +1299,7 @@ export type McpCallOut = {
   name: string;
   arguments: string;
   output?: string | null;
-  error?: string | null;
+  error?: {[key: string]: unknown} | null;
   approval_request_id?: string | null;
   status: "in_progress" | "completed" | "incomplete" | "calling" | "failed";
 };

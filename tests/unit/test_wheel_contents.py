@@ -107,6 +107,8 @@ SHIPPED = {
     "faces/openai/responses_api/output.py": "a reply as Responses API events",
     "faces/openai/responses_api/serving.py": "responses.create and stored responses",
     "faces/openai/responses_api/store.py": "the stored responses' port",
+    "faces/openai/responses_api/mcp_tools.py": "the Responses API's mcp tools",
+    "faces/openai/responses_api/approvals.py": "approved and denied MCP calls",
     "faces/pharia/__init__.py": "the pharia faces' package",
     "faces/pharia/index.py": "the document-index face",
     "faces/pharia/inference.py": "the CSI inference face",

@@ -5,28 +5,76 @@ asks for approval first (``mcp_approval_request`` items, answered by ``mcp_appro
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ....core.scope import Scope
 from ....errors import InvalidInputError
-from ....mcp.client import McpClient, McpTool
-from ....mcp.namespaces import tool_texts
 from .objects import McpCallOut, McpListToolsOut, McpToolInfo
 from .protocol import McpTool as McpToolSpec
 from .protocol import ResponseCreateRequest
 
-OpenClient = Callable[[str, dict[str, str], str, tuple[str, str]], McpClient]
+
+class ListedTool(Protocol):
+    """A tool as an MCP server lists it (``csi.mcp.client.McpTool``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str | None: ...
+
+    @property
+    def input_schema(self) -> dict[str, Any]: ...
+
+
+class ToolResult(Protocol):
+    """What a tool call answered (``csi.mcp.client.McpToolResult``)."""
+
+    @property
+    def content(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def is_error(self) -> bool: ...
+
+
+class ToolServer(Protocol):
+    """One MCP server, as the Responses API uses it (``csi.mcp.client.McpClient``, a port: the faces
+    sit below the MCP client)."""
+
+    async def list_tools(self, scope: Scope | None = None) -> Sequence[ListedTool]: ...
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], scope: Scope | None = None) -> ToolResult: ...
+
+    async def close(self) -> None: ...
+
+
+OpenClient = Callable[[str, dict[str, str], str, tuple[str, str]], ToolServer]
 """``(url, headers, label, (url_param, headers_param))`` -> a client of that server."""
+
+
+def result_text(result: ToolResult) -> str:
+    """A result as the model reads it: text parts (and embedded text resources) as their text, other
+    parts as their JSON, one per line."""
+    out = []
+    for part in result.content:
+        resource = part.get("resource")
+        if part.get("type") == "text":
+            out.append(str(part.get("text", "")))
+        elif part.get("type") == "resource" and isinstance(resource, dict) and isinstance(resource.get("text"), str):
+            out.append(resource["text"])
+        else:
+            out.append(json.dumps(part, ensure_ascii=False))
+    return "\n".join(out)
 
 
 @dataclass
 class Server:
     index: int
     spec: McpToolSpec
-    client: McpClient
-    tools: list[McpTool] = field(default_factory=list)
+    client: ToolServer
+    tools: list[ListedTool] = field(default_factory=list)
 
 
 def _names(value: Any) -> set[str] | None:
@@ -125,7 +173,7 @@ class McpServers:
             call.error = {"type": "mcp_tool_execution_error", "content": result.content}
             call.status = "failed"
         else:
-            call.output = "\n".join(tool_texts(result))
+            call.output = result_text(result)
             call.status = "completed"
 
     async def close(self) -> None:
