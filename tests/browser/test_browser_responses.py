@@ -6,12 +6,14 @@ Python package's types for every event and object."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from tests.cpython.test_structured import valid
 from tests.support.browser import LOCAL_PREFIXES, boot_engine, open_engine_page, tracked_context
+from tests.support.mcp_server import CITIES
 from tests.support.reference import hf_chat, hf_greedy_ids, hf_prompt_ids
 from tests.support.responses import EVENTS, checked
 
@@ -204,3 +206,31 @@ def test_the_ai_sdks_openai_provider_generates_streams_calls_tools_and_outputs_o
     assert out["results"] == [{"celsius": 21}] * len(out["seen"])
     assert valid(out["object"], TRIP)
     assert any(u.endswith("/v1/responses") for u in requests)
+
+
+def test_an_mcp_server_s_tool_is_called_by_the_engine_in_the_page(tabs, mcp_server):
+    host, client, requests = tabs
+    body = {"model": "tiny-chat", "input": "Tell me about Berlin.", "seed": 1, "max_output_tokens": 80,
+            "parallel_tool_calls": False, "max_tool_calls": 1,
+            "tools": [{"type": "mcp", "server_label": "tests", "server_url": mcp_server.mcp,
+                       "allowed_tools": ["lookup"], "require_approval": "never"}],
+            "tool_choice": {"type": "mcp", "server_label": "tests", "name": "lookup"}}
+    out = host.evaluate("""async (body) => {
+        const events = [], at = {};
+        for await (const e of await engine.responses.create({...body, stream: true})) {
+          events.push(e);
+          at[e.type] ??= performance.now();
+        }
+        return {events, ms: at['response.mcp_call.completed'] - at['response.mcp_call.in_progress']};
+      }""", body)
+    final = checked(out["events"])
+    call = next(i for i in final["output"] if i["type"] == "mcp_call")
+    city = json.loads(call["arguments"])["city"]
+    assert call["status"] == "completed" and call["output"] == CITIES.get(city.lower(), f"no entry for {city}")
+    assert final["output"][-1]["type"] == "message"
+    print(f"an MCP round trip (lookup) in the page: {out['ms']:.0f} ms")
+    through = _run(client, "return await client.responses.create(arg);", body)  # the same, over /v1/
+    assert "thrown" not in through, through
+    assert [i["type"] for i in through["output"]][:2] == ["mcp_list_tools", "mcp_call"]
+    outside = [u for u in requests if not u.startswith(LOCAL_PREFIXES)]
+    assert not outside, outside
