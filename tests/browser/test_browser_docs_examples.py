@@ -108,6 +108,7 @@ SUBSTITUTIONS: dict[str, Callable[[pytest.FixtureRequest], dict[str, str]]] = {
     "docs/models.md": _hub,
     "docs/servers.md": _server,
     "docs/skills.md": _mcp,
+    "docs/responses.md": _mcp,
 }
 
 # Pages whose examples live in another setting than a page of the built site.
