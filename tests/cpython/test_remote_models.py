@@ -24,6 +24,9 @@ from csi.errors import (
 )
 from csi.faces.openai import serving
 from csi.faces.openai.protocol import ChatCompletionRequest
+from csi.faces.openai.responses_api.protocol import ResponseCreateRequest
+from csi.faces.openai.responses_api.serving import create_response
+from csi.faces.openai.responses_api.store import MemoryResponseStore
 from csi.servers import ServerPlacement
 from csi.servers.asyncio_http import AsyncioHttp
 from csi.worker.remotes import set_remotes
@@ -32,6 +35,7 @@ from tests.support.aio import run_async
 from tests.support.faces import chat_completion, completion, embeddings, inference, remote_llm, spin
 from tests.support.llama_server import LlamaServer
 from tests.support.paths import MODELS
+from tests.support.responses import checked
 
 ASK = [{"role": "user", "content": "What is the capital of France?"}]
 
@@ -48,6 +52,24 @@ def engine(llama_server: LlamaServer) -> Engine:
     run_async(eng.load(["smollm2-remote", "tiny-chat"]))
     return eng
 
+
+
+def test_a_response_is_the_servers_chat_answer_streamed_as_responses_events(engine, llama_server):
+    """llama.cpp's server has no /v1/responses: the Responses API reaches it through chat completions."""
+    body = {"messages": [{"role": "system", "content": "Be brief."}, *ASK], "max_tokens": 16, "temperature": 0}
+    theirs = llama_server.ask("chat/completions", body)
+    req = ResponseCreateRequest.model_validate({"model": "smollm2-remote", "instructions": "Be brief.",
+                                                "input": ASK[0]["content"], "max_output_tokens": 16,
+                                                "temperature": 0, "stream": True})
+
+    async def events() -> list[dict[str, Any]]:
+        stream = await create_response(engine, MemoryResponseStore(), req)
+        return [json.loads(e.model_dump_json()) async for e in stream]  # type: ignore[union-attr]
+
+    final = checked(run_async(events()))
+    assert final["output_text"] == theirs["choices"][0]["message"]["content"]
+    assert final["status"] == "incomplete" and final["incomplete_details"] == {"reason": "max_output_tokens"}
+    assert final["usage"]["output_tokens"] == theirs["usage"]["completion_tokens"]
 
 
 def test_chat_is_the_servers_answer_with_usage_saying_who_served_it(engine, llama_server):
