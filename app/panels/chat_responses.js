@@ -23,6 +23,9 @@ import { shownPath } from "../conversations/tree.js";
  *   logprobs: TokenLogprob[]}} Reply
  */
 
+/** MCP calls per reply at most (then the model is asked for its answer in words). */
+export const MAX_CALLS = 4;
+
 /** The settings the Responses API has no field for, named as the settings drawer names them. */
 const NOT_SENT = /** @type {const} */ ([["top_k", "Top k", 0], ["frequency_penalty", "Frequency penalty", 0],
   ["presence_penalty", "Presence penalty", 0], ["repetition_penalty", "Repetition penalty", 1], ["n", "Replies (n)", 1]]);
@@ -115,6 +118,8 @@ export function responseRequest(c, at, servers, how) {
   const fmt = how.format;
   return {
     input: inputItems(c, at), tools, tool_choice: /** @type {"auto"|"required"|"none"} */ (choice), store: false, stream: true,
+    // "required": one call, then the answer; otherwise a few calls at most before it
+    ...(how.choice === "required" ? { max_tool_calls: 1, parallel_tool_calls: false } : { max_tool_calls: MAX_CALLS }),
     ...(c.system.trim() ? { instructions: c.system } : {}),
     ...(s.temperature !== undefined ? { temperature: s.temperature } : {}),
     ...(s.top_p !== undefined ? { top_p: s.top_p } : {}),
