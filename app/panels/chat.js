@@ -91,7 +91,7 @@ export function mountChat(root, options) {
     ui.offer.dataset.use = use;
     ui.mcpUse.value = use;
     const tools = servers.flatMap((s) => s.tools);
-    ui.offerText.textContent = `🔧 ${counted(tools.length, "tool")} of ${counted(servers.length, "MCP server")}: ${tools.join(", ")}`;
+    ui.offerText.textContent = `Offered to the model: ${counted(tools.length, "tool")} of ${counted(servers.length, "MCP server")} (${tools.join(", ")})`;
     const notes = [];
     if (use !== "off" && ["grammar", "regex"].includes(conv.format.format)) notes.push("not with a grammar or regex reply format");
     else if (use !== "off") {
@@ -205,7 +205,6 @@ export function mountChat(root, options) {
       }
     } catch (/** @type {any} */ err) {
       live?.div.remove();
-      if (err?.name === "AbortError") err = { name: "AbortError", message: "stopped before the reply began", param: null };
       addNode(c, { parent: at.id, role: "assistant", content: null, finish: null,
         error: { name: String(err?.name ?? "Error"), message: String(err?.message ?? err), param: err?.param ?? null } });
       if (c === conv) {
@@ -236,9 +235,16 @@ export function mountChat(root, options) {
     aborter = new AbortController();
     const request = responseRequest(c, at, tools, { choice: c.format.mcp ?? "auto", demoTools: Boolean(extras.tools),
       demoChoice: c.format.toolChoice, format: extras.response_format });
-    const { reply, stats } = await streamResponse(engine, request, { signal: aborter.signal, stop: c.settings.stop ?? [],
-      onUpdate: (r) => { view.showSteps(r); scroll(); } });
-    return { choices: [reply], stats };
+    const signal = aborter.signal;
+    try {
+      const { reply, stats } = await streamResponse(engine, request, { signal, stop: c.settings.stop ?? [],
+        onUpdate: (r) => { view.showSteps(r); scroll(); } });
+      return { choices: [reply], stats };
+    } catch (err) {
+      // stopped before the response began: an empty reply, stopped (as a chat completion's)
+      if (!signal.aborted) throw err;
+      return { choices: [{ content: "", mcp_calls: [], tool_calls: [], finish: "abort", logprobs: [] }], stats: null };
+    }
   }
 
   /** @param {WebWorkerEngine} engine @param {string} text */

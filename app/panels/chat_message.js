@@ -126,7 +126,8 @@ export function renderMessage(node, siblings, { tokenView, actions }) {
     div.append(el("span", "calls", node.tool_calls.map((c) => `→ ${c.function.name}(${c.function.arguments})`).join("\n")));
   }
   if (tokenView && node.logprobs?.length) {
-    body.hidden = true;
+    if (steps) body.classList.add("calls-only"); // the tokens stand for the text; the calls stay
+    else body.hidden = true;
     const tokens = el("div", "tokens");
     renderTokenView(tokens, node.logprobs);
     div.append(tokens);

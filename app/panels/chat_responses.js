@@ -9,8 +9,8 @@ import { shownPath } from "../conversations/tree.js";
 /**
  * @typedef {import("csi-web").WebWorkerEngine} WebWorkerEngine
  * @typedef {Parameters<WebWorkerEngine["responses"]["create"]>[0]} ResponseCreateRequest
- * @typedef {import("../../worker/wire_types.js").ResponseStreamEvent} ResponseStreamEvent
- * @typedef {import("../../worker/wire_types.js").McpCallOut} McpCallOut
+ * @typedef {Extract<Awaited<ReturnType<WebWorkerEngine["responses"]["create"]>>, AsyncIterable<any>>} EventStream
+ * @typedef {EventStream extends AsyncIterable<infer E> ? E : never} ResponseStreamEvent
  * @typedef {import("../conversations/tree.js").Conversation} Conversation
  * @typedef {import("../conversations/tree.js").Node} Node
  * @typedef {import("../conversations/tree.js").McpCall} McpCall
