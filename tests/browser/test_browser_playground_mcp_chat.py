@@ -2,11 +2,12 @@
 real MCP test server (tests/support/mcp_server.py) in the Skills panel's Tools part, see the chat
 offer its tools, ask the real model about a city with "one call first, then the answer", and read
 the call in the reply (the tool's name, its arguments, the server's own answer) with the reply's
-text after it. The call is kept with the conversation (a reload shows it again)."""
+text after it. The call is kept with the conversation (a reload shows it again, an export holds it)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -62,6 +63,13 @@ def test_a_chat_reply_shows_the_mcp_call_the_model_made_and_its_result(browser: 
         page.reload()  # the conversation is kept with its call
         page.wait_for_selector("body[data-ready='true']")
         page.wait_for_selector(".message.assistant .mcp-call[data-name='lookup'][data-status='completed']")
+        with page.expect_download() as info:  # exported with the reply, and the import's check takes it
+            page.click("#conv-export")
+        exported = Path(info.value.path()).read_text()
+        (stored,) = [m for c in json.loads(exported)["conversations"] for m in c["messages"] if m.get("mcp_calls")]
+        assert [(c["name"], c["output"], c["at"]) for c in stored["mcp_calls"]] == [("lookup", CITIES["paris"], 0)]
+        assert page.evaluate("async (t) => (await import('./app/conversations/validate.js')).parseExport(t).length",
+                             exported) == 1
         assert [u for u in app.requests if not u.startswith("http://127.0.0.1:")] == []
         assert app.errors == []
     finally:
