@@ -57,7 +57,7 @@ const insides = mountInsides(find(document, "#insides", HTMLElement));
 const studio = mountSkillStudio(find(document, "#panel-skills", HTMLElement), {
   onBusy: (busy) => shell.setEngineState(busy ? "generating" : "ready"),
 });
-const toolServers = mountToolServers(find(document, "#mcp-tools", HTMLElement));
+const toolServers = mountToolServers(find(document, "#mcp-tools", HTMLElement), { onChange: (servers) => chat.setServers(servers) });
 const documents = mountDocuments(find(document, "#docs", HTMLElement), { maxTokens: overrides.max_tokens ?? 256 });
 const chat = mountChat(document.body, {
   library, overrides, defaults: DEFAULT_SETTINGS, settings: settingsPanel, replyFormat,

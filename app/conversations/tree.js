@@ -15,6 +15,9 @@
  *   `draft_tokens`, `accepted_draft_tokens`: speculative decoding's drafts, and those kept;
  *   `prompt_cache_tokens`: the cached prompt tokens that came from a cache kept beyond the page
  * @typedef {{name: string, message: string, param: string|null}} ErrorInfo
+ * @typedef {{server_label: string, name: string, arguments: string, status: string, at: number,
+ *   output?: string, error?: string}} McpCall a call the engine made on an MCP server during a reply:
+ *   `at` is the length of the reply's text before it; `status` the Responses API's (`completed`, `failed`, …)
  * @typedef {object} Node one message
  * @property {string} id
  * @property {string|null} parent
@@ -22,13 +25,16 @@
  * @property {string|null} content
  * @property {number} created
  * @property {ToolCall[]} [tool_calls] the calls an assistant made
+ * @property {McpCall[]} [mcp_calls] the MCP calls made during a reply, in order
  * @property {string} [tool_call_id] the call a tool message answers
  * @property {string} [tool_name]
  * @property {string|null} [finish] why a reply ended ("stop", "length", "abort" when stopped, "tool_calls")
  * @property {Stats} [stats]
  * @property {TokenLogprob[]} [logprobs] choice.logprobs.content, when the token view was on
  * @property {ErrorInfo} [error] the request failed: this node shows why and is never sent
- * @typedef {{format: string, schema: string, grammar: string, pattern: string, tools: boolean, toolChoice: string}} FormatState
+ * @typedef {{format: string, schema: string, grammar: string, pattern: string, tools: boolean, toolChoice: string,
+ *   mcp?: string}} FormatState `mcp`: the connected MCP servers' tools are offered ("auto", the default),
+ *   a first reply must call one ("required"), or they are not offered ("off")
  * @typedef {object} Conversation
  * @property {string} id
  * @property {string} title

@@ -14,6 +14,8 @@ const ROLES = ["user", "assistant", "tool"];
 const FINISHES = ["stop", "length", "abort", "tool_calls", null];
 const FORMATS = ["off", "json", "schema", "grammar", "regex"];
 const TOOL_CHOICES = ["auto", "required", "none"];
+const MCP_STATUSES = ["in_progress", "calling", "completed", "failed", "incomplete"];
+const MCP_CHOICES = ["auto", "required", "off"];
 
 export class ImportError extends Error {
   /** @param {string} path @param {string} problem */
@@ -72,7 +74,7 @@ function tokenLogprob(v, path, top = true) {
 /** @param {unknown} v @param {string} path */
 function message(v, path) {
   const o = record(v, path, ["id", "parent", "role", "content", "created"],
-    ["tool_calls", "tool_call_id", "tool_name", "finish", "stats", "logprobs", "error"]);
+    ["tool_calls", "mcp_calls", "tool_call_id", "tool_name", "finish", "stats", "logprobs", "error"]);
   text(o.id, `${path}.id`, 100);
   need(o.id !== ROOT, `${path}.id`, "must not be empty");
   need(o.parent === null || typeof o.parent === "string", `${path}.parent`, "must be a message id or null");
@@ -87,6 +89,19 @@ function message(v, path) {
       const fn = record(call.function, `${path}.tool_calls[${i}].function`, ["name", "arguments"]);
       text(fn.name, `${path}.tool_calls[${i}].function.name`, 64);
       text(fn.arguments, `${path}.tool_calls[${i}].function.arguments`);
+    }
+  }
+  if ("mcp_calls" in o) {
+    for (const [i, c] of list(o.mcp_calls, `${path}.mcp_calls`, 256).entries()) {
+      const at = `${path}.mcp_calls[${i}]`;
+      const call = record(c, at, ["server_label", "name", "arguments", "status", "at"], ["output", "error"]);
+      text(call.server_label, `${at}.server_label`, 64);
+      text(call.name, `${at}.name`, 200);
+      text(call.arguments, `${at}.arguments`);
+      need(MCP_STATUSES.includes(/** @type {string} */ (call.status)), `${at}.status`, `must be one of ${MCP_STATUSES.join(", ")}`);
+      need(Number.isInteger(call.at) && Number(call.at) >= 0 && Number(call.at) <= String(o.content ?? "").length, `${at}.at`,
+        "must be a position in the content");
+      for (const k of ["output", "error"]) if (k in call) text(call[k], `${at}.${k}`);
     }
   }
   if ("tool_call_id" in o) text(o.tool_call_id, `${path}.tool_call_id`, 200);
@@ -127,11 +142,12 @@ function conversation(v, path) {
     const problem = knobProblem(k, val);
     need(!problem, `${path}.settings.${k}`, problem);
   }
-  const f = record(o.format, `${path}.format`, ["format", "schema", "grammar", "pattern", "tools", "toolChoice"]);
+  const f = record(o.format, `${path}.format`, ["format", "schema", "grammar", "pattern", "tools", "toolChoice"], ["mcp"]);
   need(FORMATS.includes(/** @type {string} */ (f.format)), `${path}.format.format`, `must be one of ${FORMATS.join(", ")}`);
   for (const k of ["schema", "grammar", "pattern"]) text(f[k], `${path}.format.${k}`, 100_000);
   need(typeof f.tools === "boolean", `${path}.format.tools`, "must be true or false");
   need(TOOL_CHOICES.includes(/** @type {string} */ (f.toolChoice)), `${path}.format.toolChoice`, `must be one of ${TOOL_CHOICES.join(", ")}`);
+  if ("mcp" in f) need(MCP_CHOICES.includes(/** @type {string} */ (f.mcp)), `${path}.format.mcp`, `must be one of ${MCP_CHOICES.join(", ")}`);
   /** @type {Set<string>} */
   const ids = new Set();
   for (const [i, m] of list(o.messages, `${path}.messages`, LIMITS.messages).entries()) {

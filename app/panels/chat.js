@@ -4,13 +4,17 @@
 // the next request sends, so a follow-up resends the same prefix and the engine's prefix cache
 // keeps it fast. Replies stream into a live message; tool calls the model makes are run on the
 // page and their results sent back, a few rounds at most. Model output is only ever set as text.
+// When MCP servers are connected (the Skills panel's Tools part), a turn goes through the Responses
+// API with each server as an `mcp` tool: the engine calls them between the model's replies, and the
+// reply shows each call where it happened (app/panels/chat_responses.js, mcp_calls.js).
 
 import { requestFields } from "../conversations/knobs.js";
 import { ROOT, addNode, children, choose, newConversation, requestMessages, shownPath } from "../conversations/tree.js";
 import { runTool } from "../demo_tools.js";
 import { liveMessage, renderMessage } from "./chat_message.js";
 import { streamChoices } from "./chat_reply.js";
-import { find } from "./dom.js";
+import { responseRequest, settingsNotSent, streamResponse } from "./chat_responses.js";
+import { counted, find } from "./dom.js";
 
 /**
  * @typedef {import("csi-web").WebWorkerEngine} WebWorkerEngine
@@ -44,11 +48,19 @@ export function mountChat(root, options) {
     stop: find(root, "#stop", HTMLButtonElement),
     clear: find(root, "#clear", HTMLButtonElement),
     stats: find(root, "#stats", HTMLElement),
+    offer: find(root, "#mcp-offer", HTMLElement),
+    offerText: find(root, "#mcp-offer-text", HTMLElement),
+    offerNote: find(root, "#mcp-offer-note", HTMLElement),
+    mcpUse: find(root, "#mcp-use", HTMLSelectElement),
   };
   /** @type {WebWorkerEngine|null} */
   let engine = null;
   let generating = false;
   let loading = false;
+  /** The MCP servers connected (their tools are offered in the chat). @type {import("./chat_responses.js").OfferedServer[]} */
+  let servers = [];
+  /** Ends the Responses API turn under way (Stop). @type {AbortController|null} */
+  let aborter = null;
   /** @type {Conversation} */
   let conv = newConversation({ ...options.defaults, ...options.overrides }, options.replyFormat.state());
 
@@ -67,6 +79,26 @@ export function mountChat(root, options) {
     generating = on;
     updateControls();
     options.onBusy(on);
+  }
+
+  /** The servers whose tools a turn of `c` offers (none: the turn is a chat completion). @param {Conversation} c */
+  const offered = (c) => (c.format.mcp === "off" || ["grammar", "regex"].includes(c.format.format) ? [] : servers);
+
+  /** Show which servers' tools the open conversation offers, and what a turn with them leaves out. */
+  function showOffer() {
+    ui.offer.hidden = !servers.length;
+    const use = conv.format.mcp ?? "auto";
+    ui.offer.dataset.use = use;
+    ui.mcpUse.value = use;
+    const tools = servers.flatMap((s) => s.tools);
+    ui.offerText.textContent = `Offered to the model: ${counted(tools.length, "tool")} of ${counted(servers.length, "MCP server")} (${tools.join(", ")})`;
+    const notes = [];
+    if (use !== "off" && ["grammar", "regex"].includes(conv.format.format)) notes.push("not with a grammar or regex reply format");
+    else if (use !== "off") {
+      const unsent = settingsNotSent(conv.settings);
+      if (unsent.length) notes.push(`not applied with server tools: ${unsent.join(", ")}`);
+    }
+    ui.offerNote.textContent = notes.join("; ");
   }
 
   const scroll = () => { ui.messages.scrollTop = ui.messages.scrollHeight; };
@@ -94,6 +126,7 @@ export function mountChat(root, options) {
   function render() {
     const tokenView = Boolean(conv.settings.token_view);
     ui.messages.replaceChildren(...shownPath(conv).map((n) => renderMessage(n, children(conv, n.parent ?? ROOT), { tokenView, actions })));
+    showOffer();
     updateControls();
     scroll();
   }
@@ -147,11 +180,11 @@ export function mountChat(root, options) {
         live = view;
         if (c === conv) ui.messages.append(view.div);
         scroll();
-        const request = { messages: requestMessages(c, at), ...requestFields(c.settings), ...extras };
-        const { choices, stats } = await streamChoices(engine, request, (choice) => { view.show(choice); scroll(); });
+        const { choices, stats } = await ask(engine, c, at, extras, view);
         const nodes = choices.map((ch) => addNode(c, {
-          parent: at.id, role: "assistant", content: ch.tool_calls.length && !ch.content.trim() ? null : ch.content,
+          parent: at.id, role: "assistant", content: ch.tool_calls.length && !ch.content.trim() && !ch.mcp_calls?.length ? null : ch.content,
           finish: ch.finish, ...(ch.tool_calls.length ? { tool_calls: ch.tool_calls } : {}),
+          ...(ch.mcp_calls?.length ? { mcp_calls: ch.mcp_calls } : {}),
           ...(stats ? { stats } : {}), ...(ch.logprobs.length ? { logprobs: ch.logprobs } : {}),
         }));
         live = null;
@@ -180,8 +213,37 @@ export function mountChat(root, options) {
       }
       await persist(c);
     } finally {
+      aborter = null;
       setGenerating(false);
       ui.prompt.focus();
+    }
+  }
+
+  /**
+   * One request's replies: a chat completion, or (servers connected) a response whose MCP calls
+   * the engine makes; `view` shows the first reply as it streams.
+   * @param {WebWorkerEngine} engine @param {Conversation} c @param {Node} at
+   * @param {import("./reply_format.js").RequestExtras} extras @param {ReturnType<typeof liveMessage>} view
+   * @returns {Promise<{choices: Array<import("./chat_reply.js").ChoiceResult & {mcp_calls?: import("./chat_responses.js").Reply["mcp_calls"]}>, stats: import("../conversations/tree.js").Stats|null}>}
+   */
+  async function ask(engine, c, at, extras, view) {
+    const tools = offered(c);
+    if (!tools.length) {
+      const request = { messages: requestMessages(c, at), ...requestFields(c.settings), ...extras };
+      return streamChoices(engine, request, (choice) => { view.show(choice); scroll(); });
+    }
+    aborter = new AbortController();
+    const request = responseRequest(c, at, tools, { choice: c.format.mcp ?? "auto", demoTools: Boolean(extras.tools),
+      demoChoice: c.format.toolChoice, format: extras.response_format });
+    const signal = aborter.signal;
+    try {
+      const { reply, stats } = await streamResponse(engine, request, { signal, stop: c.settings.stop ?? [],
+        onUpdate: (r) => { view.showSteps(r); scroll(); } });
+      return { choices: [reply], stats };
+    } catch (err) {
+      // stopped before the response began: an empty reply, stopped (as a chat completion's)
+      if (!signal.aborted) throw err;
+      return { choices: [{ content: "", mcp_calls: [], tool_calls: [], finish: "abort", logprobs: [] }], stats: null };
     }
   }
 
@@ -213,7 +275,15 @@ export function mountChat(root, options) {
       ui.form.requestSubmit();
     }
   });
-  ui.stop.addEventListener("click", () => engine?.interruptGenerate());
+  ui.stop.addEventListener("click", () => {
+    aborter?.abort();
+    engine?.interruptGenerate();
+  });
+  ui.mcpUse.addEventListener("change", () => {
+    conv.format = { ...conv.format, mcp: ui.mcpUse.value };
+    showOffer();
+    persist(conv);
+  });
 
   const chat = {
     /** The open conversation's id. */
@@ -243,18 +313,25 @@ export function mountChat(root, options) {
       const viewChanged = Boolean(s.token_view) !== Boolean(conv.settings.token_view);
       conv.settings = s;
       conv.system = system;
+      showOffer();
       if (viewChanged) render();
       persist(conv);
     },
     /** The format drawer changed. @param {FormatState} f */
     setFormat(f) {
-      conv.format = f;
+      conv.format = { ...f, ...(conv.format.mcp ? { mcp: conv.format.mcp } : {}) };
+      showOffer();
       persist(conv);
     },
     /** The engine to chat with (`null` until the first load made one). @param {WebWorkerEngine|null} e */
     setEngine(e) {
       engine = e;
       updateControls();
+    },
+    /** The MCP servers connected now. @param {import("./chat_responses.js").OfferedServer[]} list */
+    setServers(list) {
+      servers = list;
+      showOffer();
     },
     /** A model is loading: no sending meanwhile. @param {boolean} on */
     setLoading(on) {

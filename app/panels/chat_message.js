@@ -5,6 +5,7 @@ import { mountRawToggle } from "../render/markdown.js";
 import { renderTokenView } from "../render/token_view.js";
 import { renderReply } from "./chat_body.js";
 import { el } from "./dom.js";
+import { stepsView } from "./mcp_calls.js";
 
 /**
  * @typedef {import("../conversations/tree.js").Node} Node
@@ -104,7 +105,9 @@ export function renderMessage(node, siblings, { tokenView, actions }) {
   }
   if (siblings.length > 1) div.append(branchSwitch(node, siblings, actions));
   const body = node.role === "user" ? el("span", "body", node.content ?? "") : el("div", "body");
-  if (node.role === "assistant" && !node.error) renderReply(body, node.content ?? "", { streaming: false });
+  const steps = node.role === "assistant" && !node.error && node.mcp_calls?.length ? node.mcp_calls : null;
+  if (steps) stepsView(body).update(node.content ?? "", steps, false);
+  else if (node.role === "assistant" && !node.error) renderReply(body, node.content ?? "", { streaming: false });
   div.append(body);
   if (node.role === "user") {
     const actionsBox = el("div", "actions");
@@ -123,7 +126,8 @@ export function renderMessage(node, siblings, { tokenView, actions }) {
     div.append(el("span", "calls", node.tool_calls.map((c) => `→ ${c.function.name}(${c.function.arguments})`).join("\n")));
   }
   if (tokenView && node.logprobs?.length) {
-    body.hidden = true;
+    if (steps) body.classList.add("calls-only"); // the tokens stand for the text; the calls stay
+    else body.hidden = true;
     const tokens = el("div", "tokens");
     renderTokenView(tokens, node.logprobs);
     div.append(tokens);
@@ -137,7 +141,7 @@ export function renderMessage(node, siblings, { tokenView, actions }) {
   if (served) div.append(el("span", "served", served));
   const actionsBox = el("div", "actions");
   actionsBox.append(action("Regenerate", "regenerate", () => actions.regenerate(node)));
-  if (!node.error && node.content && !body.hidden) mountRawToggle(actionsBox, body, () => node.content ?? "");
+  if (!node.error && node.content && !body.hidden && !steps) mountRawToggle(actionsBox, body, () => node.content ?? "");
   div.append(actionsBox);
   return div;
 }
@@ -148,8 +152,15 @@ export function liveMessage() {
   const body = el("div", "body");
   const calls = el("span", "calls");
   div.append(body, calls);
+  /** @type {ReturnType<typeof stepsView>|null} */
+  let steps = null;
   return {
     div,
+    /** A reply of the Responses API: its text with its MCP calls. @param {import("./chat_responses.js").Reply} reply */
+    showSteps(reply) {
+      (steps ??= stepsView(body)).update(reply.content, reply.mcp_calls, true);
+      calls.textContent = reply.tool_calls.map((c) => `→ ${c.function.name}(${c.function.arguments})`).join("\n");
+    },
     /** @param {import("./chat_reply.js").ChoiceResult} choice */
     show(choice) {
       renderReply(body, choice.content, { streaming: true });

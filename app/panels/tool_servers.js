@@ -1,7 +1,8 @@
 // The skill studio's MCP servers: a person adds a server's URL (and, if it needs one, an
 // Authorization header), sees the tools it lists, and disconnects it. The servers are connected in
 // the studio's namespace, so the skills it runs call their tools (`csi.invoke_tool`). Everything a
-// server says (names, descriptions, schemas, errors) is set only as text.
+// server says (names, descriptions, schemas, errors) is set only as text. The chat offers the
+// connected servers' tools to the model (`onChange` tells it which servers there are).
 
 import { counted, el, find } from "./dom.js";
 
@@ -17,8 +18,9 @@ export const STUDIO_NAMESPACE = "playground";
 /**
  * Mount on the studio's #mcp-tools part.
  * @param {HTMLElement} root
+ * @param {{onChange?: (servers: import("./chat_responses.js").OfferedServer[]) => void}} [options]
  */
-export function mountToolServers(root) {
+export function mountToolServers(root, options = {}) {
   const ui = {
     form: find(root, "#mcp-form", HTMLFormElement),
     url: find(root, "#mcp-url", HTMLInputElement),
@@ -30,6 +32,8 @@ export function mountToolServers(root) {
   /** @type {WebWorkerEngine|null} */
   let engine = null;
   let busy = false;
+  /** The headers each server was connected with (they are sent again when the chat offers its tools). @type {Map<string, Record<string, string>>} */
+  const headers = new Map();
 
   const update = () => {
     ui.connect.disabled = !engine || busy;
@@ -73,11 +77,14 @@ export function mountToolServers(root) {
   async function refresh() {
     if (!engine) {
       ui.servers.replaceChildren();
+      options.onChange?.([]);
       return;
     }
     /** @type {ToolServer[]} */
-    const all = await engine.tools.servers();
-    ui.servers.replaceChildren(...all.filter((s) => s.namespace === STUDIO_NAMESPACE).map(serverItem));
+    const all = (await engine.tools.servers()).filter((/** @type {ToolServer} */ s) => s.namespace === STUDIO_NAMESPACE);
+    ui.servers.replaceChildren(...all.map(serverItem));
+    options.onChange?.(all.map((s) => ({ url: s.url, label: s.label, tools: s.tools.map((t) => t.name),
+      ...(headers.has(s.url) ? { headers: headers.get(s.url) } : {}) })));
     update();
   }
 
@@ -104,6 +111,8 @@ export function mountToolServers(root) {
     setStatus(`Connecting ${url}…`, "busy");
     const server = await /** @type {WebWorkerEngine} */ (engine).tools.connect({
       namespace: STUDIO_NAMESPACE, url, label: url, ...(auth ? { headers: { Authorization: auth } } : {}) });
+    if (auth) headers.set(server.url, { Authorization: auth });
+    else headers.delete(server.url);
     return `Connected ${server.url}: ${counted(server.tools.length, "tool")}.`;
   });
 
