@@ -7,33 +7,19 @@ Python package's types for every event and object."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 from tests.cpython.test_structured import valid
 from tests.support.browser import LOCAL_PREFIXES, boot_engine, open_engine_page, tracked_context
 from tests.support.mcp_server import CITIES
+from tests.support.openai_client import run_client
 from tests.support.reference import hf_chat, hf_greedy_ids, hf_prompt_ids
 from tests.support.responses import EVENTS, checked
 
 pytestmark = pytest.mark.browser
 
 ASK = "Name a colour."
-CLIENT = """const { OpenAI } = await import('/vendor/openai/index.mjs');
-            const client = new OpenAI({baseURL: location.origin + '/v1', apiKey: 'unused',
-                                       dangerouslyAllowBrowser: true, maxRetries: 0});"""
-
-
-def _run(page: Any, body: str, arg: Any = None) -> Any:
-    return page.evaluate(
-        f"""async (arg) => {{
-              try {{ {CLIENT} {body} }}
-              catch (e) {{ return {{thrown: {{name: e.constructor.name, status: e.status ?? null,
-                                               param: e.param ?? null, message: e.message}}}}; }}
-            }}""", arg)
-
-
 @pytest.fixture(scope="module")
 def tabs(browser, site_url):
     """A host tab (engine + serveV1) and a client tab of the same site; the context's requests."""
@@ -55,7 +41,7 @@ def tabs(browser, site_url):
 
 def test_the_openai_client_creates_and_streams_responses_as_transformers_decodes(tabs):
     host, client, requests = tabs
-    out = _run(client, """
+    out = run_client(client, """
         const whole = await client.responses.create({model: 'tiny-chat', input: arg, temperature: 0,
                                                      max_output_tokens: 16, instructions: 'Answer briefly.'});
         const events = [];
@@ -89,7 +75,7 @@ def test_the_openai_client_creates_and_streams_responses_as_transformers_decodes
 
 def test_stored_responses_through_the_client_and_openai_errors(tabs):
     _, client, _ = tabs
-    out = _run(client, """
+    out = run_client(client, """
         const r = await client.responses.create({
           input: [{role: 'user', content: 'One.'}, {role: 'user', content: 'Two.'}],
           max_output_tokens: 3, metadata: {app: 'test'}});
@@ -119,7 +105,7 @@ def test_stored_responses_through_the_client_and_openai_errors(tabs):
 
 def test_an_abort_ends_the_request_and_the_engine_serves_on(tabs):
     host, client, _ = tabs
-    out = _run(client, """
+    out = run_client(client, """
         const ctrl = new AbortController();
         const stream = await client.responses.create({input: 'Tell me a very long story.', max_output_tokens: 400,
                                                       stream: true}, {signal: ctrl.signal});
@@ -229,7 +215,7 @@ def test_an_mcp_server_s_tool_is_called_by_the_engine_in_the_page(tabs, mcp_serv
     assert call["status"] == "completed" and call["output"] == CITIES.get(city.lower(), f"no entry for {city}")
     assert final["output"][-1]["type"] == "message"
     print(f"an MCP round trip (lookup) in the page: {out['ms']:.0f} ms")
-    through = _run(client, "return await client.responses.create(arg);", body)  # the same, over /v1/
+    through = run_client(client, "return await client.responses.create(arg);", body)  # the same, over /v1/
     assert "thrown" not in through, through
     assert [i["type"] for i in through["output"]][:2] == ["mcp_list_tools", "mcp_call"]
     outside = [u for u in requests if not u.startswith(LOCAL_PREFIXES)]

@@ -5,32 +5,16 @@ HF/sentence-transformers references where they exist."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 
 from tests.support.browser import LOCAL_PREFIXES, boot_engine, tracked_context
+from tests.support.openai_client import run_client
 from tests.support.reference import hf_greedy_ids, sentence_transformer
 
 pytestmark = pytest.mark.browser
 
 USER = [{"role": "user", "content": "Name a colour."}]
-CLIENT = """const { OpenAI } = await import('/vendor/openai/index.mjs');
-            const client = new OpenAI({baseURL: location.origin + '/v1', apiKey: 'unused',
-                                       dangerouslyAllowBrowser: true, maxRetries: 0});"""
-
-
-def _run(page: Any, body: str, arg: Any = None) -> Any:
-    return page.evaluate(
-        f"""async (arg) => {{
-              try {{ {CLIENT} {body} }}
-              catch (e) {{ return {{thrown: {{name: e.constructor.name, status: e.status ?? null,
-                                               param: e.param ?? null, code: e.code ?? null,
-                                               message: e.message}}}}; }}
-            }}""", arg)
-
-
 @pytest.fixture(scope="module")
 def tabs(browser, site_url):
     """A host tab (engine + serveV1) and a client tab of the same site; the context's requests."""
@@ -52,7 +36,7 @@ def tabs(browser, site_url):
 
 def test_chat_through_the_openai_client_equals_the_engine_and_hf(tabs):
     host, client, _ = tabs
-    out = _run(client, """const r = await client.chat.completions.create({model: 'tiny-chat', messages: arg,
+    out = run_client(client, """const r = await client.chat.completions.create({model: 'tiny-chat', messages: arg,
                             temperature: 0, max_completion_tokens: 16, return_token_ids: true});
                           return r;""", USER)
     assert "thrown" not in out, out
@@ -66,7 +50,7 @@ def test_chat_through_the_openai_client_equals_the_engine_and_hf(tabs):
 
 def test_streaming_is_server_sent_events_the_client_reads(tabs):
     _, client, _ = tabs
-    out = _run(client, """const stream = await client.chat.completions.create({messages: arg, temperature: 0,
+    out = run_client(client, """const stream = await client.chat.completions.create({messages: arg, temperature: 0,
                             max_tokens: 16, stream: true, stream_options: {include_usage: true}});
                           const chunks = [];
                           for await (const c of stream) chunks.push(c);
@@ -86,7 +70,7 @@ def test_streaming_is_server_sent_events_the_client_reads(tabs):
 
 def test_completions_embeddings_and_models(tabs):
     _, client, _ = tabs
-    out = _run(client, """const c = await client.completions.create({model: 'tiny-chat', prompt: 'The colour',
+    out = run_client(client, """const c = await client.completions.create({model: 'tiny-chat', prompt: 'The colour',
                             max_tokens: 5, temperature: 0});
                           const e = await client.embeddings.create({model: 'all-minilm-l6-v2',
                             input: ['A red fox.', 'Ein roter Fuchs.']});
@@ -108,14 +92,14 @@ def test_completions_embeddings_and_models(tabs):
 ])
 def test_errors_are_openai_errors_with_status_and_param(tabs, request_, status, param, kind):
     _, client, _ = tabs
-    out = _run(client, "return await client.chat.completions.create(arg);", request_)
+    out = run_client(client, "return await client.chat.completions.create(arg);", request_)
     assert out["thrown"]["status"] == status and out["thrown"]["param"] == param, out
     assert out["thrown"]["name"] == kind
 
 
 def test_an_aborted_stream_stops_the_generation(tabs):
     host, client, _ = tabs
-    out = _run(client, """const ctrl = new AbortController();
+    out = run_client(client, """const ctrl = new AbortController();
                           const stream = await client.chat.completions.create({messages: arg, max_tokens: 3000,
                             ignore_eos: true, stream: true}, {signal: ctrl.signal});
                           let n = 0;

@@ -370,3 +370,18 @@ def _partial_suffix(text: str, marker: str) -> int:
         if marker.startswith(text[-n:]):
             return n
     return 0
+
+
+def content_texts(parts: list[dict[str, Any]]) -> list[str]:
+    """Content parts (an MCP tool's result) as text, one string per part: a text part is its text, an
+    embedded text resource its text, any other part (an image, a link) its JSON."""
+    out: list[str] = []
+    for part in parts:
+        resource = part.get("resource")
+        if part.get("type") == "text":
+            out.append(str(part.get("text", "")))
+        elif part.get("type") == "resource" and isinstance(resource, dict) and isinstance(resource.get("text"), str):
+            out.append(resource["text"])
+        else:
+            out.append(dumps(part, ensure_ascii=False))
+    return out

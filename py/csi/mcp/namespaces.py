@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from json import dumps
 from typing import TYPE_CHECKING, Any
 
+from ..core.tools import content_texts
 from ..errors import InvalidInputError, NotSupportedError, ToolFailed
 from ..servers.endpoints import check_server_url
 from .client import McpClient, McpTool, McpToolResult
@@ -46,18 +46,8 @@ def check_namespace(namespace: Any, param: str = "namespace") -> str:
 
 
 def tool_texts(result: McpToolResult) -> list[str]:
-    """A result's parts as ``ToolOutput.contents``: a text part is its text, an embedded text
-    resource its text, any other part (an image, a link) its JSON."""
-    out: list[str] = []
-    for part in result.content:
-        resource = part.get("resource")
-        if part.get("type") == "text":
-            out.append(str(part.get("text", "")))
-        elif part.get("type") == "resource" and isinstance(resource, dict) and isinstance(resource.get("text"), str):
-            out.append(resource["text"])
-        else:
-            out.append(dumps(part, ensure_ascii=False))
-    return out
+    """A result's parts as ``ToolOutput.contents`` (``csi.core.tools.content_texts``)."""
+    return content_texts(result.content)
 
 
 class McpNamespaces:

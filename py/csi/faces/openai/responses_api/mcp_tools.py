@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ....core.scope import Scope
+from ....core.tools import content_texts
 from ....errors import InvalidInputError
 from .objects import McpCallOut, McpListToolsOut, McpToolInfo
 from .protocol import McpTool as McpToolSpec
@@ -55,18 +56,8 @@ OpenClient = Callable[[str, dict[str, str], str, tuple[str, str]], ToolServer]
 
 
 def result_text(result: ToolResult) -> str:
-    """A result as the model reads it: text parts (and embedded text resources) as their text, other
-    parts as their JSON, one per line."""
-    out = []
-    for part in result.content:
-        resource = part.get("resource")
-        if part.get("type") == "text":
-            out.append(str(part.get("text", "")))
-        elif part.get("type") == "resource" and isinstance(resource, dict) and isinstance(resource.get("text"), str):
-            out.append(resource["text"])
-        else:
-            out.append(json.dumps(part, ensure_ascii=False))
-    return "\n".join(out)
+    """A result as the model reads it: one line per part (``csi.core.tools.content_texts``)."""
+    return "\n".join(content_texts(result.content))
 
 
 @dataclass
