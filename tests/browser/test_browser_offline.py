@@ -102,7 +102,7 @@ def kept_offline(rel: str) -> bool:
     top = rel.split("/")[0]
     return (rel in ("index.html", "models/models.json") or top in ("web", "app", "wheels", "lang", "skills")
             or (top == "worker" and rel != "worker/service_worker.js")
-            or (top == "vendor" and not rel.startswith("vendor/openai/")))
+            or (top == "vendor" and not rel.startswith(("vendor/openai/", "vendor/ai-sdk/"))))
 
 
 def open_page(browser: Any) -> tuple[Any, Any, list[str]]:
