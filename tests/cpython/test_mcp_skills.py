@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -30,18 +31,23 @@ def server(mcp_server: McpTestServer) -> McpTestServer:
 
 
 class Worker:
-    """A worker's app in CPython, its messages answered on an event loop of its own."""
+    """A worker's app in CPython, its messages answered on an event loop of its own, in a thread of its
+    own (once a browser test has started Playwright's sync API, the main thread's loop is Playwright's)."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self.thread = ThreadPoolExecutor(1)
         self.sent: list[dict[str, Any]] = []
         self.app = WorkerApp(build_runtime(ScriptedBackend([b"<eos>"], [0]), LocalHost(), http=AsyncioHttp()),
                              lambda text: self.sent.append(json.loads(text)))
 
+    def run(self, coro: Any) -> Any:
+        return self.thread.submit(self.loop.run_until_complete, coro).result()
+
     def ask(self, kind: str, request: Any = None, mid: str = "m1") -> dict[str, Any]:
         """The final reply (``result`` or ``error``) to one message."""
         body = {"id": mid, "type": kind} | ({} if request is None else {"request": request})
-        self.loop.run_until_complete(self.app.serve(json.dumps(body)))
+        self.run(self.app.serve(json.dumps(body)))
         return next(m for m in reversed(self.sent) if m["id"] == mid and m["type"] in ("result", "error"))
 
     def ok(self, kind: str, request: Any = None) -> Any:
@@ -58,13 +64,14 @@ class Worker:
                     return
                 await asyncio.sleep(0.02)
 
-        self.loop.run_until_complete(poll())
+        self.run(poll())
         server.log.wait_for(event, label, timeout=0)
 
     def close(self) -> None:
-        self.loop.run_until_complete(self.app.runtime.mcp.disconnect(NAMESPACE)) if self.app.runtime.mcp.serves(
+        self.run(self.app.runtime.mcp.disconnect(NAMESPACE)) if self.app.runtime.mcp.serves(
             NAMESPACE) else None
-        self.loop.close()
+        self.thread.submit(self.loop.close).result()
+        self.thread.shutdown()
 
 
 @pytest.fixture
@@ -135,7 +142,7 @@ def test_cancelling_the_skill_reaches_the_server(worker: Worker, server: McpTest
         worker.app.handle(json.dumps({"id": "c", "type": "cancel", "request": {"target": "run"}}))
         await asyncio.wait_for(task, 10)
 
-    worker.loop.run_until_complete(run_then_cancel())
+    worker.run(run_then_cancel())
     err = next(m for m in worker.sent if m["id"] == "run" and m["type"] == "error")["error"]
     assert (err["name"], err["message"]) == ("SkillError", "skill mcp_slow was interrupted: the call was cancelled")
     worker.sees(server, "cancelled", "skill-cancel")
