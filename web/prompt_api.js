@@ -22,7 +22,7 @@ import {
   refusal, responseConstraint, withGuidance,
 } from "./prompt_api_input.js";
 import { checkedConfig, EngineSource } from "./prompt_api_engine.js";
-import { abortable, createMonitor, fromEngine, prefill, wire } from "./prompt_api_calls.js";
+import { abortable, createMonitor, fromEngine, prefill, readReply, wire } from "./prompt_api_calls.js";
 import { promptWithTools, toolSet } from "./prompt_api_tools.js";
 import { install } from "./prompt_api_install.js";
 
@@ -284,24 +284,13 @@ export class LanguageModel extends EventTarget {
       ...(constraint ? { response_format: constraint.format } : {}),
     };
     let text = "";
-    let finish = null;
-    let generated = 0;
-    try {
-      for await (const c of await s.engine.completions.create(request, { signal })) {
-        const choice = c.choices?.[0];
+    const { finish, generated } = await readReply(() => s.engine.completions.create(request, { signal }), signal,
+      (choice) => {
         if (choice?.text) {
           text += choice.text;
           chunk?.(choice.text);
         }
-        if (choice?.finish_reason) finish = choice.finish_reason;
-        if (c.usage) generated = c.usage.completion_tokens;
-      }
-    } catch (e) {
-      signal.throwIfAborted();
-      throw fromEngine(e);
-    }
-    signal.throwIfAborted();
-    if (finish === "abort") throw domError("AbortError", "the prompt was aborted");
+      });
     if (constraint && finish !== "stop") {
       throw domError("SyntaxError", "the reply ran out of room before it satisfied the response constraint");
     }

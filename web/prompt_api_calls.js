@@ -79,3 +79,30 @@ export function fromEngine(e) {
   Object.defineProperty(out, "cause", { value: e });
   return out;
 }
+
+/**
+ * Read a streamed reply of the engine to its end, each chunk's first choice to `each`: its finish
+ * reason and the tokens it generated. An abort (`signal`, or the engine's `abort` finish) is the
+ * Prompt API's `AbortError`; an engine error is named as the Prompt API names it.
+ * @param {() => Promise<AsyncIterable<any>>} open @param {AbortSignal} signal
+ * @param {(choice: any) => void} each
+ * @returns {Promise<{finish: string|null, generated: number}>}
+ */
+export async function readReply(open, signal, each) {
+  let finish = null;
+  let generated = 0;
+  try {
+    for await (const c of await open()) {
+      const choice = c.choices?.[0];
+      each(choice);
+      if (choice?.finish_reason) finish = choice.finish_reason;
+      if (c.usage) generated = c.usage.completion_tokens;
+    }
+  } catch (e) {
+    signal.throwIfAborted();
+    throw fromEngine(e);
+  }
+  signal.throwIfAborted();
+  if (finish === "abort") throw domError("AbortError", "the prompt was aborted");
+  return { finish, generated };
+}

@@ -4,8 +4,7 @@
 // completions (with `tools`) let the model call them, the facade runs each call's `execute` and
 // sends its result back as a `tool` message, until the model answers in text.
 
-import { domError } from "./prompt_api_input.js";
-import { abortable, fromEngine } from "./prompt_api_calls.js";
+import { abortable, readReply } from "./prompt_api_calls.js";
 
 /**
  * @typedef {import("./prompt_api_input.js").TextMessage} TextMessage
@@ -257,34 +256,22 @@ async function reply(engine, request, signal, chunk) {
     text += t;
     chunk?.(t);
   };
-  let finish = null;
-  let generated = 0;
   /** @type {Call[]} */
   const calls = [];
-  try {
-    for await (const c of await engine.chat.completions.create(request, { signal })) {
-      const choice = c.choices?.[0];
-      const content = choice?.delta?.content;
-      if (content && !text && !content.trim()) held += content;
-      else if (content) {
-        say(held + content);
-        held = "";
-      }
-      for (const d of choice?.delta?.tool_calls ?? []) {
-        const call = (calls[d.index] ??= { id: "", name: "", arguments: "" });
-        if (d.id) call.id = d.id;
-        if (d.function?.name) call.name = d.function.name;
-        call.arguments += d.function?.arguments ?? "";
-      }
-      if (choice?.finish_reason) finish = choice.finish_reason;
-      if (c.usage) generated = c.usage.completion_tokens;
+  const { generated } = await readReply(() => engine.chat.completions.create(request, { signal }), signal, (choice) => {
+    const content = choice?.delta?.content;
+    if (content && !text && !content.trim()) held += content;
+    else if (content) {
+      say(held + content);
+      held = "";
     }
-  } catch (e) {
-    signal.throwIfAborted();
-    throw fromEngine(e);
-  }
-  signal.throwIfAborted();
-  if (finish === "abort") throw domError("AbortError", "the prompt was aborted");
+    for (const d of choice?.delta?.tool_calls ?? []) {
+      const call = (calls[d.index] ??= { id: "", name: "", arguments: "" });
+      if (d.id) call.id = d.id;
+      if (d.function?.name) call.name = d.function.name;
+      call.arguments += d.function?.arguments ?? "";
+    }
+  });
   const called = calls.filter(Boolean);
   if (!called.length && held) say(held);
   return { text, content: held + text, calls: called, generated };

@@ -11,32 +11,22 @@ import json
 import pytest
 
 from tests.cpython.test_structured import valid
-from tests.support.browser import LOCAL_PREFIXES, boot_engine, open_engine_page, tracked_context
+from tests.support.browser import LOCAL_PREFIXES, boot_engine, open_engine_page
 from tests.support.mcp_server import CITIES
-from tests.support.openai_client import run_client
+from tests.support.openai_client import run_client, v1_tabs
 from tests.support.reference import hf_chat, hf_greedy_ids, hf_prompt_ids
 from tests.support.responses import EVENTS, checked
 
 pytestmark = pytest.mark.browser
 
 ASK = "Name a colour."
+
+
 @pytest.fixture(scope="module")
 def tabs(browser, site_url):
     """A host tab (engine + serveV1) and a client tab of the same site; the context's requests."""
-    context, requests = tracked_context(browser)
-    host = context.new_page()
-    host.set_default_timeout(300_000)
-    boot_engine(host, site_url, ["tiny-chat"])
-    host.evaluate("""async () => {
-                       const { serveV1 } = await import('/web/v1_host.js');
-                       window.served = await serveV1(window.engine);
-                     }""")
-    client = context.new_page()
-    client.set_default_timeout(300_000)
-    client.goto(site_url + "web/engine.js")
-    assert client.evaluate("!!navigator.serviceWorker.controller")
-    yield host, client, requests
-    context.close()
+    with v1_tabs(browser, site_url, ["tiny-chat"]) as tabs:
+        yield tabs
 
 
 def test_the_openai_client_creates_and_streams_responses_as_transformers_decodes(tabs):

@@ -8,30 +8,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.support.browser import LOCAL_PREFIXES, boot_engine, tracked_context
-from tests.support.openai_client import run_client
+from tests.support.browser import LOCAL_PREFIXES, boot_engine
+from tests.support.openai_client import run_client, v1_tabs
 from tests.support.reference import hf_greedy_ids, sentence_transformer
 
 pytestmark = pytest.mark.browser
 
 USER = [{"role": "user", "content": "Name a colour."}]
+
+
 @pytest.fixture(scope="module")
 def tabs(browser, site_url):
     """A host tab (engine + serveV1) and a client tab of the same site; the context's requests."""
-    context, requests = tracked_context(browser)
-    host = context.new_page()
-    host.set_default_timeout(300_000)
-    boot_engine(host, site_url, ["tiny-chat", "all-minilm-l6-v2"])
-    host.evaluate("""async () => {
-                       const { serveV1 } = await import('/web/v1_host.js');
-                       window.served = await serveV1(window.engine);
-                     }""")
-    client = context.new_page()
-    client.set_default_timeout(300_000)
-    client.goto(site_url + "web/engine.js")
-    assert client.evaluate("!!navigator.serviceWorker.controller")  # /v1/ goes through the service worker
-    yield host, client, requests
-    context.close()
+    with v1_tabs(browser, site_url, ["tiny-chat", "all-minilm-l6-v2"]) as tabs:
+        yield tabs
 
 
 def test_chat_through_the_openai_client_equals_the_engine_and_hf(tabs):

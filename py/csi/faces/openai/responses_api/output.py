@@ -60,14 +60,17 @@ class ReplyItems:
         """The MCP calls for the engine to run (their items not yet done)."""
         self.aborted = False
         """An MCP call was cancelled with the request."""
+        self._at: dict[str, int] = {}  # an item's place in the output, by its id (asked at every delta)
 
-    def _add(self, item: OutputItem) -> Iterator[ResponseStreamEvent]:
+    def add(self, item: OutputItem) -> Iterator[ResponseStreamEvent]:
+        """Append ``item`` to the output and announce it."""
+        self._at[item.id] = len(self.response.output)
         self.response.output.append(item)
-        yield self.seq.event("response.output_item.added", output_index=len(self.response.output) - 1,
+        yield self.seq.event("response.output_item.added", output_index=self._at[item.id],
                              item=item.model_copy(deep=True))
 
     def _index(self, item: OutputItem) -> int:
-        return next(i for i, o in enumerate(self.response.output) if o is item)
+        return self._at[item.id]
 
     def text(self, text: str, logprobs: list[TokenLogprob]) -> Iterator[ResponseStreamEvent]:
         self.pending.extend(logprobs)
@@ -80,7 +83,7 @@ class ReplyItems:
         yield from self.close_call()
         if self.message is None:
             self.message = OutputMessage(id=new_id("message"))
-            yield from self._add(self.message)
+            yield from self.add(self.message)
             part = OutputTextPart()
             yield self.seq.event("response.content_part.added", item_id=self.message.id,
                                  output_index=self._index(self.message), content_index=0, part=part.model_copy())
@@ -121,7 +124,7 @@ class ReplyItems:
         else:
             self.call = FunctionCallOut(id=new_id("function_call"), call_id=call_id, name=name)
             self.calls.append(self.call)
-        yield from self._add(self.call)
+        yield from self.add(self.call)
 
     def arguments(self, text: str) -> Iterator[ResponseStreamEvent]:
         if self.call is None or not text:

@@ -96,7 +96,7 @@ _FIELDS = [(r"^messages\b.*", "input"), (r"^max_tokens$", "max_output_tokens"),
 
 
 def _renamed(err: CsiError, req: ResponseCreateRequest) -> CsiError:
-    """A chat completion error named by the Responses API's field."""
+    """A chat completion error named by the Responses API's field (the same error, its ``param`` renamed)."""
     param = err.param
     if param is not None:
         for pattern, repl in _FIELDS:
@@ -107,8 +107,8 @@ def _renamed(err: CsiError, req: ResponseCreateRequest) -> CsiError:
         functions = req.function_tools
         if found and int(found.group(1)) < len(functions):
             param = param.replace(found.group(0), f"tools[{functions[int(found.group(1))][0]}]", 1)
-    out = type(err)(str(err), param)
-    return out
+    err.param = param
+    return err
 
 
 def generate(engine: Engine, chat: ChatCompletionRequest, req: ResponseCreateRequest,
@@ -196,8 +196,9 @@ async def _events(engine: Engine, store: ResponseStore, req: ResponseCreateReque
     given = input_items(req.input or "", earlier)
     await servers.list_all({t.name for _, t in req.function_tools}, scope)
     approved = approved_calls(given, earlier, servers)
-    check_ends_with_a_question([*given, *(c.model_dump() for c in approved)])
-    gen = generate(engine, _chat(req, [*earlier, *given, *(c.model_dump() for c in approved)], servers), req, scope)
+    made_now = [c.model_dump() for c in approved]
+    check_ends_with_a_question([*given, *made_now])
+    gen = generate(engine, _chat(req, [*earlier, *given, *made_now], servers), req, scope)
     response = new_response(req, gen.model.model_id)
     seq = Sequence()
     yield seq.event("response.created", response=response.model_copy(deep=True))
@@ -211,11 +212,11 @@ async def _events(engine: Engine, store: ResponseStore, req: ResponseCreateReque
         yield seq.event("response.output_item.done", output_index=index, item=listed.model_copy(deep=True))
     items = ReplyItems(seq, response, servers)
     for call in approved:
-        response.output.append(call)
-        index = len(response.output) - 1
-        yield seq.event("response.output_item.added", output_index=index, item=call.model_copy(deep=True))
+        for event in items.add(call):
+            yield event
         if call.status == "failed":  # denied: not made
-            yield seq.event("response.output_item.done", output_index=index, item=call.model_copy(deep=True))
+            yield seq.event("response.output_item.done", output_index=len(response.output) - 1,
+                            item=call.model_copy(deep=True))
     items.mcp_calls = [c for c in approved if c.status == "in_progress"]
     async for event in items.run_mcp_calls(scope):
         yield event
