@@ -239,7 +239,7 @@ export const ROUTES = Object.freeze(/** @satisfies {Record<MessageType, Mode>} *
  */
 export const DEFAULTS = Object.freeze({
   LoadRequest: Object.freeze({ device: "wasm", hub: null, gguf_memory_budget: null, remotes: null }),
-  RemoteServer: Object.freeze({ api_key: null, timeout_s: 120.0 }),
+  RemoteServer: Object.freeze({ api_key: null, timeout_s: 120.0, deadline_s: 600.0 }),
   RemoteModelSpec: Object.freeze({ policy: "remote", server_model: null }),
 });
 

@@ -604,6 +604,7 @@ export type RemoteServer = {
   base_url: string;
   api_key?: string | null;
   timeout_s?: number;
+  deadline_s?: number;
   models: Array<string | RemoteModelSpec>;
 };
 

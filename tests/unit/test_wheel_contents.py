@@ -39,6 +39,7 @@ SHIPPED = {
     "servers/__init__.py": "the servers' package",
     "servers/placement.py": "which models the page placed on servers",
     "servers/endpoints.py": "the servers and models as configured",
+    "servers/sse.py": "server-sent events read as the standard reads them, bounded",
     "servers/runner.py": "the runner of a model on a server",
     "servers/requests.py": "what a server is sent",
     "servers/events.py": "a server's streams as the engine's events",

@@ -5,10 +5,11 @@
  * @typedef {{id: string, policy?: "remote"|"prefer-local", serverModel?: string}} RemoteModelSpec
  *   A model of a server: the id requests use; `policy` "remote" (the default: always the server) or
  *   "prefer-local" (loaded in the browser; the server when that load fails); its name on the server.
- * @typedef {{baseURL: string, apiKey?: string|null, timeoutMs?: number,
+ * @typedef {{baseURL: string, apiKey?: string|null, timeoutMs?: number, deadlineMs?: number,
  *            models: Array<string|RemoteModelSpec>}} RemoteServer
- *   A server: where its API is (e.g. `http://127.0.0.1:8080/v1`), its key, how long to wait for its
- *   answer to begin and between two pieces of it (default 120 s), and its models.
+ *   A server: where its API is (e.g. `http://127.0.0.1:8080/v1`), its key, how long to wait for
+ *   progress (the answer to begin, its next token, a whole JSON answer; keep-alives and trickled
+ *   bytes do not count; default 120 s), the longest one request may take (default 600 s), and its models.
  */
 
 /**
@@ -24,6 +25,7 @@ export function remotesWire(remotes) {
   return !Array.isArray(given) ? given : given.map((/** @type {any} */ r) => !isObject(r) ? r : {
     base_url: r.baseURL, api_key: r.apiKey ?? null,
     ...(r.timeoutMs === undefined ? {} : { timeout_s: r.timeoutMs / 1000 }),
+    ...(r.deadlineMs === undefined ? {} : { deadline_s: r.deadlineMs / 1000 }),
     models: !Array.isArray(r.models) ? r.models : r.models.map((/** @type {any} */ m) => !isObject(m) ? m
       : { id: m.id, policy: m.policy ?? "remote", server_model: m.serverModel ?? null }),
   });

@@ -17,11 +17,14 @@ browser, and the server serves it only when that load fails (no WebGPU, no stora
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One OpenAI-compatible server: its base URL (ending in ``/v1`` or what stands for it), key, timeout."""
+    """One OpenAI-compatible server: its base URL (ending in ``/v1`` or what stands for it), key, the
+    longest wait for progress (the answer to begin, its next token, a whole JSON answer) and the
+    longest a request may take."""
 
     base_url: str
     api_key: str | None = None
     timeout_s: float = 120.0
+    deadline_s: float = 600.0
 
     def url(self, path: str) -> str:
         return self.base_url.rstrip("/") + "/" + path

@@ -5,6 +5,7 @@ its ``/embeddings``. What needs the model's tokenizer or insides is refused, nam
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -17,7 +18,7 @@ from ..errors import CsiError, ModelNotSupportedError, NotSupportedError, Server
 from ..faces.openai.protocol import ChatCompletionRequest, CompletionRequest
 from .call import ServerCall
 from .endpoints import ServerModel
-from .events import TokenTable, choice_events
+from .events import TokenTable, choice_events, text_budget
 from .http import HttpClient
 from .requests import passthrough_body, request_body
 
@@ -60,7 +61,8 @@ class ServerRunner:
         call, cancelled = self._call(model, scope)
         table = TokenTable()
         top_n = request.params.sampling.top_logprobs
-        return Generation(lambda _: choice_events(call, path, bodies, table, top_n, cancelled), model=self.info,
+        budget = text_budget(request.params.max_tokens)
+        return Generation(lambda _: choice_events(call, path, bodies, table, top_n, cancelled, budget), model=self.info,
                           prompt_ids=[], params=request.params, n=request.n, scope=scope,
                           token_bytes=table.bytes_of, token_text=table.text_of, served=self.served)
 
@@ -71,11 +73,15 @@ class ServerRunner:
         try:
             rows = sorted(body["data"], key=lambda d: d["index"])
             vectors = [pooled(row["embedding"]) for row in rows]
-            tokens = int((body.get("usage") or {}).get("prompt_tokens") or 0)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ServerError(f"{call.where} answered embeddings in another shape ({exc!r})") from None
+            usage = body.get("usage") or {}
+            tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else 0
+            tokens = tokens if isinstance(tokens, int) and 0 <= tokens < 2**53 else 0
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ServerError(f"{call.where} answered embeddings in another shape ({exc!r})"[:2000]) from None
         if len(vectors) != len(texts):
             raise ServerError(f"{call.where} answered {len(vectors)} embeddings for {len(texts)} inputs")
+        if len({len(v) for v in vectors}) > 1 or any(not v for v in vectors):
+            raise ServerError(f"{call.where} answered embeddings of different or no dimensions")
         return Embeddings(vectors, tokens, len(vectors[0]) if vectors else 0)
 
     async def insides(self, prompt: str, *, fft: bool, keep: int, top_k: int, scope: Scope | None) -> PromptInsides:
@@ -103,9 +109,17 @@ class ServerRunner:
 def pooled(values: list[Any]) -> list[float]:
     """A server's embedding as a vector: one per token (llama.cpp's for a model without pooling)
     mean-pooled and L2-normalized, as csi-web's own are; a sentence vector as it came."""
+    if not isinstance(values, list):
+        raise TypeError("an embedding that is not a list")
     if values and isinstance(values[0], list):
-        rows = [[float(x) for x in row] for row in values]
+        rows = [[_number(x) for x in row] for row in values]
         mean = [sum(col) / len(rows) for col in zip(*rows, strict=True)]
         norm = sum(x * x for x in mean) ** 0.5 or 1.0
         return [x / norm for x in mean]
-    return [float(x) for x in values]
+    return [_number(x) for x in values]
+
+
+def _number(x: Any) -> float:
+    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+        raise ValueError(f"{str(x)[:40]!r} in an embedding")
+    return float(x)

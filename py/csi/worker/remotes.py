@@ -21,7 +21,7 @@ async def set_remotes(engine: Engine, r: RemotesRequest) -> ConfiguredRemoteMode
     models: dict[str, ServerModel] = {}
     for i, server in enumerate(r.remotes):
         endpoint = Endpoint(check_server_url(server.base_url, f"remotes[{i}].base_url"), server.api_key,
-                            server.timeout_s)
+                            server.timeout_s, server.deadline_s)
         for j, spec in enumerate(server.models):
             spec = RemoteModelSpec(id=spec) if isinstance(spec, str) else spec
             param = f"remotes[{i}].models[{j}]"

@@ -30,7 +30,10 @@ class RemoteServer(Strict):
     """Where its API is, e.g. ``http://127.0.0.1:8080/v1``."""
     api_key: str | None = None
     timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
-    """How long to wait for its answer to begin, and between two pieces of it."""
+    """How long to wait for progress: the answer to begin, its next token, a whole JSON answer
+    (keep-alives and trickled bytes do not count)."""
+    deadline_s: Annotated[float, Field(gt=0, le=86400)] = 600.0
+    """The longest one request may take, however steadily the server sends."""
     models: Annotated[list[str | RemoteModelSpec], Field(min_length=1, max_length=256)]
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from json import dumps, loads
 from typing import Any
-from urllib.parse import urlsplit
 
 from pyodide.ffi import JsException
 
+from ...errors import ServerUnavailableError
 from ...servers.http import unreachable
 
 
@@ -28,7 +28,7 @@ class _FetchResponse:
         except JsException as exc:
             if exc.name == "TimeoutError":
                 raise TimeoutError from None
-            raise unreachable(self._where, f"the answer broke off ({exc.message})") from None
+            raise ServerUnavailableError(f"{self._where} broke the answer off ({exc.message})") from None
         if piece is None:
             self._response = None
             return None
@@ -48,8 +48,7 @@ class FetchHttp:
         self._host = host
 
     async def open(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> _FetchResponse:
-        parts = urlsplit(url)
-        where = f"the server at {parts.scheme}://{parts.netloc}"
+        where = url.split("?")[0]
         try:
             response = await self._host.httpOpen(method, url, dumps(headers), None if body is None else body.decode())
         except JsException as exc:  # refused, offline, DNS, CORS: fetch says only "Failed to fetch"
