@@ -7,7 +7,7 @@
                                        (or only the test files named among the args)
   python3 build.py bench [--only sampling,decode,...]  ... then run the benchmarks and print JSON
   python3 build.py bench --device webgpu  ... the same on a hardware GPU (fails clearly without one)
-  python3 build.py fuzz         ... then run the fuzzers with 10x the suite's budget
+  python3 build.py fuzz [messages|page|servers]  ... then run the fuzzers (or those parts) with 10x the suite's budget
   python3 build.py soak [--minutes N]  ... then N minutes (30) of mixed traffic, and index faults
   python3 build.py import-gguf FILE.gguf [--id NAME]  ... then make a model the site serves from a GGUF
   python3 build.py pack         ... then write the npm package csi-web-<version>.tgz (the library)
@@ -81,6 +81,14 @@ def import_gguf(rest: list[str], model_id: str | None) -> int:
     return 0
 
 
+FUZZ_PARTS = {
+    "messages": ["tests/unit/test_fuzz_messages.py", "tests/cpython/test_fuzz_real.py"],
+    "page": ["tests/browser/test_browser_boundary.py"],
+    "servers": ["tests/cpython/test_fuzz_servers.py", "tests/cpython/test_hostile_servers.py"],
+}
+"""``build.py fuzz [part ...]``: the fuzzers by what they bend (all parts when none is named)."""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", nargs="?", default="build",
@@ -123,10 +131,12 @@ def main() -> int:
         setup(browser=True)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "py"), str(ROOT)]),
                "CSI_FUZZ_EXAMPLES": os.environ.get("CSI_FUZZ_EXAMPLES", "20000"),
-               "CSI_PAGE_FUZZ_CALLS": os.environ.get("CSI_PAGE_FUZZ_CALLS", "3000")}
-        return subprocess.call([sys.executable, "-m", "pytest", "-p", "no:warnings", "-q",
-                                "tests/unit/test_fuzz_messages.py", "tests/cpython/test_fuzz_real.py",
-                                "tests/browser/test_browser_boundary.py", *rest], cwd=ROOT, env=env)
+               "CSI_PAGE_FUZZ_CALLS": os.environ.get("CSI_PAGE_FUZZ_CALLS", "3000"),
+               "CSI_SERVER_FUZZ_REQUESTS": os.environ.get("CSI_SERVER_FUZZ_REQUESTS", "1000")}
+        named = [a for a in rest if a in FUZZ_PARTS] or list(FUZZ_PARTS)
+        files = [f for part in named for f in FUZZ_PARTS[part]]
+        return subprocess.call([sys.executable, "-m", "pytest", "-p", "no:warnings", "-q", *files,
+                                *(a for a in rest if a not in FUZZ_PARTS)], cwd=ROOT, env=env)
     if args.command == "soak":
         dist = setup(browser=True)
         from buildtools.soak.run import run_soak

@@ -405,3 +405,5 @@ BEHAVIORS: dict[str, Callable[[Exchange], None]] = {f.__name__: f for f in (
     wrong_shapes, nan, redirect_loop, error_event, bad_status_line, bad_chunked, huge_chunk, many_headers,
     status_500_html, nothing, slow_headers, json_for_stream, deep_nesting, gzip_lie, short_body, binary)}
 """Every misbehavior (and ``ok``, the polite answer), by name."""
+FUZZ = "fuzz"
+"""The model the fuzzer asks for (tests/support/hostile_fuzz.py), not one of the matrix's misbehaviors."""

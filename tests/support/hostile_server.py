@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.support.hostile_behaviors import BEHAVIORS, Exchange
+from tests.support.hostile_behaviors import BEHAVIORS, FUZZ, Exchange
+from tests.support.hostile_fuzz import fuzz
 
 MAX_REQUEST = 1 << 20
 CORS = (b"Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Headers: authorization, content-type\r\n"
@@ -127,7 +128,7 @@ class HostileServer:
             parts = path.split("?")[0].lstrip("/").split("/")
             behavior = parts.pop(0) if parts[0] in BEHAVIORS else str(body.get("model"))
             endpoint = "/".join(parts[1:] if parts[:1] == ["v1"] else parts)
-            run = BEHAVIORS.get(behavior)
+            run = fuzz if behavior == FUZZ else BEHAVIORS.get(behavior)
             with self._lock:
                 self.served[behavior] = self.served.get(behavior, 0) + 1
             if run is None:
