@@ -16,6 +16,7 @@ import pytest
 
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
+from csi.core.scope import Scope
 from csi.errors import CsiError
 from csi.faces.openai.responses_api.protocol import ResponseCreateRequest
 from csi.faces.openai.responses_api.serving import create_response
@@ -176,8 +177,8 @@ def test_skills_calling_misbehaving_servers_get_one_answer_or_one_typed_error(ho
 
     def cell(csi: Any, behavior: str, way: str) -> Outcome:
         began = time.monotonic()
-        try:
-            text = ways[way](csi, model_id(behavior))
+        try:  # each cell a skill's run of its own (a skill's CSI serves one thread)
+            text = ways[way](csi.scoped(Scope(request_id=f"{behavior}-{way}")), model_id(behavior))
         except CsiError as exc:
             return Outcome(behavior, way, exc.name, exc.message, time.monotonic() - began)
         except Exception as exc:  # noqa: BLE001 - what the matrix looks for

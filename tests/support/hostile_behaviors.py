@@ -308,7 +308,7 @@ def nan(x: Exchange) -> None:
 
 
 def redirect_loop(x: Exchange) -> None:
-    x.head("302 Found", extra=f"Location: {x.path}\r\n", length=0)
+    x.head("307 Temporary Redirect", extra=f"Location: {x.path}\r\n", length=0)  # 307: the same POST again
 
 
 def error_event(x: Exchange) -> None:

@@ -72,6 +72,7 @@ SHIPPED = {
     "core/insides.py": "a model's insides in its ONNX graph",
     "core/host.py": "the services' port to their surroundings",
     "core/json_numbers.py": "JSON number grammars",
+    "core/json_depth.py": "how deep JSON text nests, before it is parsed",
     "core/packages.py": "the packages skills may import",
     "core/prompt.py": "a local model's prompt, rendered and checked",
     "core/runner.py": "the port for where a model runs",

@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ..core.json_depth import MAX_DEPTH, nesting
 from ..errors import (
     AuthenticationError,
     CsiError,
@@ -118,8 +119,10 @@ async def read_answer(response: HttpResponse, rid: int, left: Callable[[], float
     if kind == "application/json":
         raw = await read_all(response, left, failure)
         try:
+            if nesting(raw) > MAX_DEPTH:
+                raise ValueError("nested too deep")
             body = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise failure.server(f"it answered what is not JSON: {raw[:200].decode('utf-8', 'replace')!r}") from None
         for message in body if isinstance(body, list) else [body]:
             if (result := answer_of(message, rid, failure)) is not None:
@@ -152,8 +155,10 @@ async def _read_events(response: HttpResponse, rid: int, left: Callable[[], floa
                 if not text.strip():  # a priming event (an id for resuming, no message)
                     continue
                 try:
+                    if nesting(text) > MAX_DEPTH:
+                        raise ValueError("nested too deep")
                     message = json.loads(text)
-                except ValueError:
+                except (ValueError, RecursionError):
                     raise failure.server(f"it streamed what is not JSON: "
                                          f"{text[:200].decode('utf-8', 'replace')!r}") from None
                 if (result := answer_of(message, rid, failure)) is not None:

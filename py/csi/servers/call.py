@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
+from ..core.json_depth import MAX_DEPTH, nesting
 from ..errors import CsiError, ServerError, ServerTimeoutError, ServerUnavailableError
 from .endpoints import Endpoint
 from .errors import http_error
@@ -226,6 +227,8 @@ class ServerCall:
         """JSON as the server sent it, refused (``ServerError``) when it is not JSON, or holds numbers
         beyond a float's range (``NaN``, ``1e999``)."""
         try:
+            if nesting(raw) > MAX_DEPTH:
+                raise ValueError("nested too deep")
             return json.loads(raw, parse_constant=_not_a_number, parse_float=_finite)
         except (ValueError, RecursionError):  # RecursionError: nesting beyond reason
             pass

@@ -23,8 +23,8 @@ def sampling_body(params: GenerationParams) -> dict[str, Any]:
     if s.grammar is not None:
         raise InvalidInputError("a model on a server is not constrained by a grammar on this face; send "
                                 "`response_format` through chat completions", s.grammar.param)
-    if params.keep_special:
-        raise InvalidInputError("a server does not show special tokens", "keep_special")
+    # ``keep_special`` (the CSI's ``return_special_tokens``, on by default in pharia-skill) is not
+    # refused: whether a server's text shows special tokens is the server's own setting
     body: dict[str, Any] = {}
     if s.temperature is not None:
         body["temperature"] = s.temperature

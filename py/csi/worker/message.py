@@ -13,15 +13,13 @@ import re
 from json import JSONDecodeError, loads
 from typing import Any
 
+from ..core.json_depth import MAX_DEPTH, nesting
 from ..errors import InvalidInputError
 
 MAX_MESSAGE_CHARS = 64 * 1024 * 1024
-MAX_DEPTH = 100
 MAX_SAFE_INTEGER = 2**53 - 1
 MESSAGE_PARAM = "message"
 
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_BRACKETS = re.compile(r"[\[\]{}]")
 _LEADING_ID = re.compile(r'\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,15})\s*[,}]')
 
 
@@ -36,22 +34,6 @@ def leading_id(raw: str) -> str | int | None:
     except ValueError:
         return None
     return value if isinstance(value, str | int) else None
-
-
-def _depth(raw: str) -> int:
-    if raw.count("[") + raw.count("{") <= MAX_DEPTH:
-        return 0  # cannot nest deeper than it has brackets
-    depth = deepest = 0
-    for b in _BRACKETS.findall(_STRINGS.sub("", raw)):
-        if b in "[{":
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-                if deepest > MAX_DEPTH:
-                    break
-        else:
-            depth -= 1
-    return deepest
 
 
 def _refuse_constant(name: str) -> Any:
@@ -106,7 +88,7 @@ def decode_message(raw: Any) -> dict[str, Any]:
     if len(raw) > MAX_MESSAGE_CHARS:
         raise InvalidInputError(f"the message has {len(raw)} characters; the limit is {MAX_MESSAGE_CHARS}",
                                 MESSAGE_PARAM)
-    if _depth(raw) > MAX_DEPTH:
+    if nesting(raw, MAX_DEPTH) > MAX_DEPTH:
         raise InvalidInputError(f"the message nests deeper than {MAX_DEPTH} levels", MESSAGE_PARAM)
     try:
         # int() refuses numbers over 4,300 digits; a shorter bound keeps hostile ones cheap

@@ -42,15 +42,19 @@ class _FetchResponse:
 
 
 class FetchHttp:
-    """An ``HttpClient`` on the worker's fetch (``host.httpOpen``)."""
+    """An ``HttpClient`` on the worker's fetch (``host.httpStart``)."""
 
     def __init__(self, host: Any) -> None:
         self._host = host
 
     async def open(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> _FetchResponse:
         where = url.split("?")[0]
+        pending = self._host.httpStart(method, url, dumps(headers), None if body is None else body.decode())
         try:
-            response = await self._host.httpOpen(method, url, dumps(headers), None if body is None else body.decode())
+            response = await pending.response
         except JsException as exc:  # refused, offline, DNS, CORS: fetch says only "Failed to fetch"
             raise unreachable(where, exc.message) from None
+        except BaseException:  # cancelled or timed out while waiting for the answer: drop the request
+            pending.abort()
+            raise
         return _FetchResponse(response, where)

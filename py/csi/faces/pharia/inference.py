@@ -264,6 +264,8 @@ async def chat(engine: Engine, batch: ChatBatch, scope: Scope | None = None) -> 
 def _chat_response(gen: Generation, r: ChoiceResult, req: ChatRequest) -> CsiChatResponse:
     """The assistant's message; with tool calls (pharia:skill@0.4) their id, name and arguments."""
     content, calls = gen.reply(r)
+    if not req.params.tools:  # a server's calls the request offered no tools for: not the skill's to run
+        calls = []
     message = CsiMessage(content=content) if not calls else CsiMessage(content=content, tool_calls=[
         MessageToolCall(id=cid, name=name, arguments=args) for cid, name, args in calls])
     return CsiChatResponse(message=message, finish_reason=_finish(r, bool(calls)),

@@ -1,0 +1,32 @@
+"""How deep JSON text nests, measured without parsing it. Python's parser recurses once per level:
+in the browser (Pyodide) a deep enough nesting overflows the JavaScript stack and kills the worker,
+so JSON from outside (the page's messages, servers' answers) is measured before it is parsed."""
+
+from __future__ import annotations
+
+import re
+
+MAX_DEPTH = 100
+"""Deeper than any message or answer needs (OpenAI's events nest about 6 levels)."""
+
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def nesting(raw: str | bytes, limit: int = MAX_DEPTH) -> int:
+    """How deep ``raw`` nests (0 when it has no more brackets than ``limit``; the count stops a
+    level past ``limit``)."""
+    text = raw.decode("latin-1") if isinstance(raw, bytes) else raw  # byte for byte: brackets and quotes are ASCII
+    if text.count("[") + text.count("{") <= limit:
+        return 0  # cannot nest deeper than it has brackets
+    depth = deepest = 0
+    for b in _BRACKETS.findall(_STRINGS.sub("", text)):
+        if b in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    break
+        else:
+            depth -= 1
+    return deepest
