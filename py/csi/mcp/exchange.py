@@ -19,6 +19,7 @@ from ..errors import (
     ServerTimeoutError,
 )
 from ..servers.http import HttpResponse
+from ..servers.sse import SseParser
 
 MAX_BODY = 32 << 20
 INVALID_PARAMS = -32602
@@ -136,32 +137,23 @@ async def read_answer(response: HttpResponse, rid: int, left: Callable[[], float
 
 async def _read_events(response: HttpResponse, rid: int, left: Callable[[], float], failure: Failure,
                        reply: JsonRpcReply) -> dict[str, Any]:
-    buffer = b""
-    data: list[bytes] = []
+    parser = SseParser(MAX_BODY)
     size = 0
     while (piece := await read_piece(response, left, failure)) is not None:
         size += len(piece)
         if size > MAX_BODY:
             raise failure.server(f"it streamed more than {MAX_BODY >> 20} MiB without answering")
-        buffer += piece
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            line = line.rstrip(b"\r")
-            if line.startswith(b"data:"):
-                data.append(line[5:].removeprefix(b" "))
-            elif not line and data:  # an event ends
-                text = b"\n".join(data)
-                data = []
-                if not text.strip():  # a priming event (an id for resuming, no message)
-                    continue
-                try:
-                    if nesting(text) > MAX_DEPTH:
-                        raise ValueError("nested too deep")
-                    message = json.loads(text)
-                except (ValueError, RecursionError):
-                    raise failure.server(f"it streamed what is not JSON: "
-                                         f"{text[:200].decode('utf-8', 'replace')!r}") from None
-                if (result := answer_of(message, rid, failure)) is not None:
-                    return result
-                server_request(message, reply)
+        for kind, text in parser.feed(piece):
+            if kind != "data" or not text.strip():  # a priming event (an id for resuming, no message)
+                continue
+            try:
+                if nesting(text) > MAX_DEPTH:
+                    raise ValueError("nested too deep")
+                message = json.loads(text)
+            except (ValueError, RecursionError):
+                raise failure.server(f"it streamed what is not JSON: "
+                                     f"{text[:200].decode('utf-8', 'replace')!r}") from None
+            if (result := answer_of(message, rid, failure)) is not None:
+                return result
+            server_request(message, reply)
     raise failure.server("its event stream ended without an answer")

@@ -36,8 +36,8 @@ class SseParser:
 
     def _take(self, line: bytes, out: list[tuple[str, bytes]]) -> None:
         if not line:
-            if self._data:
-                out.append(("data", b"\n".join(self._data)))
+            if data := b"\n".join(self._data):  # the standard dispatches no empty event
+                out.append(("data", data))
             self._data, self._size = [], 0
             return
         if line.startswith(b":"):
