@@ -1,5 +1,6 @@
 """Servers that misbehave, in Chromium: the hostile server's every misbehavior through the page's
-faces (chat streamed and not, text completions, embeddings, the CSI, Spin) from the worker's fetch.
+faces (chat streamed and not, text completions, embeddings, the CSI, Spin, a skill's CSI) from the
+worker's fetch.
 Each request ends in one result or one typed error naming the server within its deadline, no
 connection is left open, and the local model answers between the groups."""
 
@@ -23,7 +24,27 @@ from tests.support.hostile_server import HostileProcess, running_hostile_server
 
 pytestmark = pytest.mark.browser
 
-MATRIX = """async ([groups, server, faceNames]) => {
+ASK_SKILL = '''
+from pydantic import BaseModel
+
+from pharia_skill import ChatParams, Csi, Message, skill
+
+
+class Input(BaseModel):
+    model: str
+
+
+class Output(BaseModel):
+    text: str
+
+
+@skill
+def ask_server(csi: Csi, input: Input) -> Output:
+    reply = csi.chat(input.model, [Message.user("What is the capital of France?")], ChatParams(max_tokens=8))
+    return Output(text=reply.message.content)
+'''
+
+MATRIX = """async ([groups, server, faceNames, skill]) => {
   const { CreateWebWorkerEngine } = await import('/web/engine.js');
   const ask = [{role: 'user', content: 'What is the capital of France?'}];
   const chatText = (c) => c.choices[0]?.delta?.content ?? '';
@@ -46,12 +67,14 @@ MATRIX = """async ([groups, server, faceNames]) => {
     csi_chat: async (m) => (await engine.csi.chat([{model: m, messages: ask, params: {max_tokens: 8}}]))[0]
       .message.content,
     spin_infer: async (m) => (await engine.llm.infer(m, 'Paris is', {max_tokens: 8})).text,
+    skill_chat: async (m) => (await engine.skills.run('ask_server', {model: m})).text,
   };
   const worker = new Worker('/worker/worker.js', {type: 'module'});
   const all = groups.flat();
   const remotes = [{baseURL: server.base, timeoutMs: server.timeout * 1000, deadlineMs: server.deadline * 1000,
                     models: all.map((b) => ({id: server.ids[b], serverModel: b}))}];
   const engine = await CreateWebWorkerEngine(worker, ['tiny-chat'], {remotes});
+  await engine.skills.register({name: 'ask_server', source: skill});
   const outcomes = [], local = [];
   const cell = async (behavior, face) => {
     const began = performance.now();
@@ -62,7 +85,9 @@ MATRIX = """async ([groups, server, faceNames]) => {
       if (text === 'hang') return {behavior, face, kind: 'hang', message: '', seconds: 30};
       return {behavior, face, kind: 'result', message: '', text, seconds: (performance.now() - began) / 1000};
     } catch (e) {
-      return {behavior, face, kind: String(e?.name), message: String(e?.message),
+      // a skill's failure is a SkillError naming what the skill raised (here: the CSI's error)
+      const raised = e?.name === 'SkillError' ? /raised (\w+): /.exec(String(e?.message))?.[1] : undefined;
+      return {behavior, face, kind: raised ?? String(e?.name), message: String(e?.message),
               seconds: (performance.now() - began) / 1000};
     } finally { clearTimeout(timer); }
   };
@@ -79,7 +104,7 @@ MATRIX = """async ([groups, server, faceNames]) => {
   return {outcomes, local};
 }"""
 
-FACES = ["chat", "chat_stream", "completions_stream", "embeddings", "csi_chat", "spin_infer"]
+FACES = ["chat", "chat_stream", "completions_stream", "embeddings", "csi_chat", "spin_infer", "skill_chat"]
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +121,7 @@ def test_every_misbehavior_through_the_pages_faces_ends_in_one_result_or_one_typ
     names = groups()
     server = {"base": hostile.base(), "timeout": TIMEOUT_S, "deadline": DEADLINE_S,
               "ids": {b: model_id(b) for g in names for b in g}}
-    out = page.evaluate(MATRIX, [names, server, FACES])
+    out = page.evaluate(MATRIX, [names, server, FACES, ASK_SKILL])
     outcomes = [Outcome(**o) for o in out["outcomes"]]
     figures = counts(outcomes)
     print("hostile matrix (Chromium):", figures)

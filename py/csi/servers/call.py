@@ -189,7 +189,7 @@ class ServerCall:
     async def events(self, path: str, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """POST ``body`` (``stream: true``) and yield each server-sent event's JSON object until
         ``[DONE]``; an ``error`` event is raised as the error it names. A body that ends before
-        ``[DONE]`` raises ``StreamCut`` once it has sent events."""
+        ``[DONE]`` is a ``ServerError`` once it has sent events."""
         response = await self._open(path, body)
         parser = SseParser(MAX_EVENT)
         sent = 0
@@ -217,7 +217,7 @@ class ServerCall:
             unwatch()
             response.close()
         if sent:
-            raise StreamCut(f"{self.where} broke its stream off before its end")
+            raise ServerError(f"{self.where} broke its stream off before its end")
         # llama-cpp-python answers a refused stream with 200 and nothing: ask again, unstreamed, for
         # its reason (it refuses at once, before generating)
         await self.json(path, {k: v for k, v in body.items() if k not in ("stream", "stream_options")})
@@ -244,10 +244,6 @@ def _finite(text: str) -> float:
     if value in (float("inf"), float("-inf")):
         raise ValueError(text)
     return value
-
-
-class StreamCut(ServerError):
-    """The server's stream ended before its ``[DONE]``."""
 
 
 class Aborted(Exception):  # noqa: N818 - a signal, not an error the caller sees
