@@ -47,7 +47,8 @@ def test_chat_streamed_and_whole_is_the_servers_answer(remote_page, llama_server
                                                                max_tokens: 16, temperature: 0});
            const chunks = [];
            for await (const c of await engine.chat.completions.create({model: 'smollm2-remote', messages: arg,
-                                                                       max_tokens: 16, temperature: 0, stream: true}))
+                                                                       max_tokens: 16, temperature: 0, stream: true,
+                                                                       stream_options: {include_usage: true}}))
              chunks.push(c);
            const local = await engine.chat.completions.create({model: 'tiny-chat', messages: arg, max_tokens: 4});
            return {whole, text: chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''),

@@ -5,6 +5,8 @@ HF/sentence-transformers references where they exist."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -49,13 +51,21 @@ def test_streaming_is_server_sent_events_the_client_reads(tabs):
                           const raw = await (await fetch('/v1/chat/completions', {method: 'POST',
                             headers: {'content-type': 'application/json'},
                             body: JSON.stringify({messages: arg, max_tokens: 2, stream: true})})).text();
-                          return {text: chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''),
+                          return {text: chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''), chunks,
                                   usage: chunks.at(-1).usage, plain: plain.choices[0].message.content, raw};""",
                USER)
     assert "thrown" not in out, out
     assert out["text"] == out["plain"] and out["usage"]["completion_tokens"] > 0
     events = [e for e in out["raw"].split("\n\n") if e]
     assert all(e.startswith("data: ") for e in events) and events[-1] == "data: [DONE]"
+    # OpenAI's chunks: the role in the first only; usage null on each, and with include_usage one more
+    # chunk with no choices and the usage
+    unasked = [json.loads(e.removeprefix("data: ")) for e in events[:-1]]
+    for chunks, extra in ((unasked, 0), (out["chunks"], 1)):
+        body = chunks[:len(chunks) - extra]
+        assert [c["choices"][0]["delta"].get("role") for c in body] == ["assistant"] + [None] * (len(body) - 1)
+        assert all("usage" in c and c["usage"] is None and len(c["choices"]) == 1 for c in body)
+    assert out["chunks"][-1]["choices"] == []
 
 
 def test_completions_embeddings_and_models(tabs):

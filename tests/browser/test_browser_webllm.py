@@ -62,10 +62,13 @@ def test_get_message_and_runtime_stats_follow_plain_and_streamed_replies(webllm_
            const empty = await engine.runtimeStatsText();
            const r = await engine.chat.completions.create({messages: arg, max_tokens: 12});
            const afterPlain = await engine.getMessage();
+           const plainStats = await engine.runtimeStatsText();
            let streamed = '';
+           const chunks = [];
            for await (const c of await engine.chat.completions.create({messages: arg, max_tokens: 12, stream: true,
                                                                        temperature: 1, seed: 5})) {
              streamed += c.choices[0]?.delta?.content ?? '';
+             chunks.push(c);
            }
            const afterStream = await engine.getMessage('tiny-chat');
            const stats = await engine.runtimeStatsText();
@@ -74,12 +77,15 @@ def test_get_message_and_runtime_stats_follow_plain_and_streamed_replies(webllm_
            const keptMessage = await engine.getMessage();
            await engine.resetChat();
            return {empty, plain: r.choices[0].message.content, afterPlain, streamed, afterStream, stats, kept,
-                   keptMessage, reset: await engine.runtimeStatsText()};""", USER)
+                   keptMessage, reset: await engine.runtimeStatsText(), plainStats, chunks};""", USER)
     assert out["afterPlain"] == out["plain"] and out["plain"]
     assert out["afterStream"] == out["streamed"] and out["streamed"]
     assert STATS.match(out["empty"]).groups() == ("0.0000", "0.0000")
     prefill, decoding = map(float, STATS.match(out["stats"]).groups())
     assert prefill > 0 and decoding > 0
+    # the stream counts in the stats although it did not ask for usage, and its caller sees none
+    assert out["stats"] != out["plainStats"]
+    assert all(c["usage"] is None and len(c["choices"]) == 1 for c in out["chunks"])
     assert out["kept"] == out["stats"] and out["keptMessage"] == ""
     assert STATS.match(out["reset"]).groups() == ("0.0000", "0.0000")
 

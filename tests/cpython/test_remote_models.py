@@ -90,7 +90,8 @@ def test_the_stream_assembles_to_the_servers_answer_with_logprobs(engine, llama_
     body = {"messages": ASK, "max_tokens": 12, "temperature": 0, "logprobs": True, "top_logprobs": 2}
 
     async def collect() -> list[Any]:
-        req = ChatCompletionRequest.model_validate({"model": "smollm2-remote", "stream": True, **body})
+        req = ChatCompletionRequest.model_validate({"model": "smollm2-remote", "stream": True,
+                                                    "stream_options": {"include_usage": True}, **body})
         return [c.model_dump(mode="json") async for c in await serving.create_chat_completion(engine, req)]
 
     chunks = run_async(collect())
@@ -102,7 +103,7 @@ def test_the_stream_assembles_to_the_servers_answer_with_logprobs(engine, llama_
     assert [t["token"] for t in ours_lp] == [t["token"] for t in theirs["logprobs"]["content"]]
     assert [t["logprob"] for t in ours_lp] == pytest.approx([t["logprob"] for t in theirs["logprobs"]["content"]])
     assert all(len(t["top_logprobs"]) == 2 and bytes(t["bytes"]).decode() == t["token"] for t in ours_lp)
-    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+    assert chunks[-2]["choices"][0]["finish_reason"] == "length" and chunks[-1]["choices"] == []
     assert chunks[-1]["usage"]["extra"]["served_by"] == "remote"
 
 

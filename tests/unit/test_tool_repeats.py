@@ -11,13 +11,18 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from openai.types.responses import Response as OpenAIResponse
 
 from csi.core.backend import StepResult
 from csi.core.engine import Engine
 from csi.core.grammar import Grammar
 from csi.core.request import Tool
 from csi.core.tools import GENERIC, HERMES, LLAMA3, MISTRAL, RepeatedCallStop, TextPiece, ToolCallParser, ToolFormat
+from csi.faces.openai.responses_api.protocol import ResponseCreateRequest
+from csi.faces.openai.responses_api.serving import create_response
+from csi.faces.openai.responses_api.store import MemoryResponseStore
 from csi.testing import EOS, ScriptedBackend
+from csi.wire import parse_request
 from tests.support.aio import run_async
 from tests.support.faces import chat_completion, chat_completion_stream
 
@@ -182,3 +187,68 @@ def test_a_repeat_cut_short_by_the_end_of_the_reply_is_dropped_too(fmt):
         assert run_stopper(fmt, [first, "\n" + first[:cut]]) == (first + "\n", False), cut
     other = call_text(fmt, "add", {"city": "Paris"})
     assert run_stopper(fmt, [first, "\n" + other[:-1]]) == (first + "\n" + other[:-1], False)
+
+
+# ---- a repeat that max_tokens cuts short: the reply is its complete calls --------------------------
+
+PER_CALL = len(pieces(GENERIC, PARIS))
+"""Tokens of one call and its newline: a reply of ``PER_CALL + k`` tokens (0 < k < PER_CALL - 1) is the
+first call whole and a repeat of it cut short after k tokens."""
+
+
+def streamed(engine: Engine, request: dict[str, Any]) -> tuple[list[tuple[str, Any]], str | None, Any]:
+    """The calls a stream assembles, its last finish reason and its usage."""
+    async def go() -> list[Any]:
+        return [c async for c in chat_completion_stream(engine, {**request, "stream": True,
+                                                                 "stream_options": {"include_usage": True}})]
+    chunks_ = run_async(go())
+    calls: dict[int, list[str]] = {}
+    for chunk in chunks_:
+        for delta in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
+            entry = calls.setdefault(delta.index, ["", ""])
+            entry[0] += delta.function.name or ""
+            entry[1] += delta.function.arguments or ""
+    finish = [c.choices[0].finish_reason for c in chunks_ if c.choices][-1]
+    return [(name, json.loads(args)) for name, args in calls.values()], finish, chunks_[-1].usage
+
+
+@pytest.mark.parametrize("k", range(1, PER_CALL - 1))
+def test_a_repeat_cut_short_by_max_tokens_ends_the_reply_with_finish_reason_tool_calls(k):
+    """OpenAI's clients run tools only on ``tool_calls``: the calls are whole, only the dropped repeat was cut."""
+    request = {**REQUEST, "max_tokens": PER_CALL + k}
+    reply = run_async(chat_completion(engine_for(pieces(GENERIC, PARIS), False), request))
+    assert calls_of(reply) == [PARIS] and reply.choices[0].message.content is None
+    assert reply.choices[0].finish_reason == "tool_calls"
+    assert reply.usage.completion_tokens == PER_CALL + k  # the tokens were spent all the same
+    calls, finish, usage = streamed(engine_for(pieces(GENERIC, PARIS), False), request)
+    assert (calls, finish, usage.completion_tokens) == ([PARIS], "tool_calls", PER_CALL + k)
+
+
+@pytest.mark.parametrize("max_tokens", [3, PER_CALL - 2, PER_CALL])
+def test_max_tokens_that_cuts_no_repeat_still_says_length(max_tokens):
+    """A call cut short, or calls whole with nothing dropped after them: ``length``, as before."""
+    reply = run_async(chat_completion(engine_for(pieces(GENERIC, PARIS), False), {**REQUEST, "max_tokens": max_tokens}))
+    assert reply.choices[0].finish_reason == "length"
+
+
+def test_a_distinct_call_cut_short_after_it_parts_from_the_first_says_length():
+    first, second = call_text(GENERIC, *PARIS), call_text(GENERIC, *OSLO)
+    parted = next(i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b)  # chars in common
+    max_tokens = PER_CALL + parted // 5 + 2  # past the first differing character, before the call's end
+    assert (parted // 5 + 2) * 5 < len(second)
+    engine = engine_for(pieces(GENERIC, PARIS, OSLO), False)
+    reply = run_async(chat_completion(engine, {**REQUEST, "max_tokens": max_tokens}))
+    assert reply.choices[0].finish_reason == "length"
+    names = [c.function.name for c in reply.choices[0].message.tool_calls or []]
+    assert names == ["get_weather", "get_weather"]  # the second one unfinished
+
+
+def test_the_responses_api_completes_a_response_whose_repeat_max_output_tokens_cut():
+    req = parse_request(ResponseCreateRequest, {
+        "input": "Weather?", "tool_choice": "required", "max_output_tokens": PER_CALL + 4,
+        "tools": [{"type": "function", "name": t.name} for t in TOOLS]})
+    final = run_async(create_response(engine_for(pieces(GENERIC, PARIS), False), MemoryResponseStore(), req))
+    OpenAIResponse.model_validate(final.model_dump(mode="json"))
+    calls = [i for i in final.model_dump(mode="json")["output"] if i["type"] == "function_call"]
+    assert [(c["name"], json.loads(c["arguments"])) for c in calls] == [PARIS]
+    assert final.status == "completed" and final.incomplete_details is None

@@ -54,8 +54,15 @@ export function streamable(client, states, type, request, options = {}) {
   const id = client.newId();
   const cancel = () => client.cancel(id);
   const release = cancelOnAbort(options?.signal, cancel);
-  const body = /** @type {import("../../worker/protocol.js").MessageBody<K>} */ ({ request });
-  if (!request || !request.stream) {
+  const stream = Boolean(request?.stream);
+  // WebLLM's runtimeStatsText needs every reply's usage: asked of the worker when the caller did not
+  // ask for it (`stream_options.include_usage`), and its chunk (no choices) kept from the caller
+  /** @type {any} */
+  const asked = request;
+  const hideUsage = stream && states !== null && !asked.stream_options?.include_usage;
+  const sent = hideUsage ? { ...asked, stream_options: { ...asked.stream_options, include_usage: true } } : request;
+  const body = /** @type {import("../../worker/protocol.js").MessageBody<K>} */ ({ request: sent });
+  if (!stream) {
     return client.send(type, body, { id, ...deadline(options) }).finally(release).then((r) => {
       /** @type {any} a chat completion or a completion */
       const reply = r;
@@ -65,13 +72,13 @@ export function streamable(client, states, type, request, options = {}) {
   }
   const follow = states?.follow();
   /** @type {ChunkStream<ChunkOf<K>>} */
-  const stream = new ChunkStream(cancel);
+  const chunks = new ChunkStream(cancel);
   return new Promise((resolve, reject) => {
     let started = false;
     const start = () => {
       if (!started) {
         started = true;
-        resolve(stream);
+        resolve(chunks);
       }
     };
     client.send(type, body, {
@@ -79,22 +86,26 @@ export function streamable(client, states, type, request, options = {}) {
       ...deadline(options),
       chunk: (c) => {
         follow?.chunk(c);
-        stream.push(c);
+        if (hideUsage && isUsageChunk(c)) return;
+        chunks.push(c);
         start();
       },
     }).finally(release).then(
       () => {
         follow?.end();
-        stream.end();
+        chunks.end();
         start();
       },
       (err) => {
-        if (started) stream.end(err);
+        if (started) chunks.end(err);
         else reject(err);
       },
     );
   });
 }
+
+/** The last chunk `stream_options.include_usage` adds: no choices, the usage. @param {any} c */
+const isUsageChunk = (c) => Boolean(c?.usage) && !c.choices?.length;
 
 /**
  * The OpenAI namespaces of an engine.

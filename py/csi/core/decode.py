@@ -25,8 +25,9 @@ class DecodingBackend(Decoding, Tokenizers, Protocol):
 
 class Stopper(Protocol):
     """Decides where a reply's text stops: ``push`` returns what is safe to emit, ``stopped`` says
-    the reply ends here, ``flush`` releases what was held back at the end (``StopMatcher`` for stop
-    sequences, ``tools.RepeatedCallStop`` for tool calls)."""
+    the reply ends here, ``flush`` releases what was held back at the end (and sets ``stopped`` when
+    what it drops is where the reply ends: then a reply that ran out of tokens ends by ``stop``)
+    (``StopMatcher`` for stop sequences, ``tools.RepeatedCallStop`` for tool calls)."""
 
     stopped: bool
 
@@ -197,6 +198,8 @@ async def decode(
                 context.extend((result.token,))
         feed = [results[-1].token]
     tail = "" if stopper.stopped else stopper.push(decoder.flush()) + stopper.flush()
+    if finish == "length" and stopper.stopped:
+        finish = "stop"  # the end cut short only what the stopper drops (a repeated tool call)
     if tail or unsent < len(stats.token_ids):
         yield TextDelta(tail, stats.token_ids[unsent:], steps)
     if caching is not None:

@@ -357,10 +357,13 @@ class RepeatedCallStop:
 
     def flush(self) -> str:
         """The end of the reply: what was held back, but for the start of a repeat that the reply's
-        end cut short (``max_tokens``), and nothing after a repeat."""
+        end cut short (``max_tokens``), and nothing after a repeat. A repeat cut short ends the reply
+        as a whole one does (``stopped``): what is left are the calls before it, all complete."""
         if self.stopped:
             return ""
         unsettled = self._unsettled()
+        if unsettled is not None and unsettled < len(self.text):
+            self.stopped = True
         return self._release(len(self.text) if unsettled is None else unsettled)
 
 

@@ -108,7 +108,7 @@ def _delta(events: list[ToolEvent]) -> Delta:
                 calls[-1].function.arguments = (calls[-1].function.arguments or "") + e.text
             else:
                 calls.append(ToolCallDelta(index=e.index, function=FunctionCallDelta(arguments=e.text)))
-    return Delta(role="assistant", content=text or None, tool_calls=calls or None)
+    return Delta(content=text or None, tool_calls=calls or None)
 
 
 def _call_deltas(pieces: tuple[CallPiece, ...]) -> list[ToolCallDelta]:
@@ -140,9 +140,9 @@ def _legacy_delta(delta: Delta) -> Delta:
 async def chat_completion_stream(
     engine: Engine, req: ChatCompletionRequest, scope: Scope | None = None
 ) -> AsyncIterator[ChatCompletionChunk]:
-    """Stream a chat completion: chunks of text per choice (``index``), a chunk with each
-    choice's ``finish_reason``, and with ``stream_options.include_usage`` a last chunk with usage.
-"""
+    """Stream a chat completion as OpenAI does: chunks of text per choice (``index``), ``role`` in
+    each choice's first chunk only, a chunk with each choice's ``finish_reason``, ``usage`` null on
+    all of them, and with ``stream_options.include_usage`` a last chunk with usage and no choices."""
     include_usage = bool(req.stream_options and req.stream_options.include_usage)
     gen = engine.generate(req.to_generation_request(), scope)
     chunk_id = "chatcmpl-" + secrets.token_hex(12)
@@ -156,23 +156,31 @@ async def chat_completion_stream(
 
     parsers = {i: gen.tool_parser() for i in range(gen.n)}
     called: set[int] = set()  # choices with tool calls a server parsed
+    begun: set[int] = set()  # choices whose first chunk (the one with ``role``) was sent
     legacy = req.functions is not None
+
+    def said(index: int, delta: Delta) -> Delta:
+        if index not in begun:
+            begun.add(index)
+            delta.role = "assistant"
+        return delta
+
     async for event in gen:
         parser = parsers[event.index]
         if event.delta is not None:
             d = event.delta
             if d.calls:
                 called.add(event.index)
-                delta = Delta(role="assistant", content=d.text or None, tool_calls=_call_deltas(d.calls))
+                delta = Delta(content=d.text or None, tool_calls=_call_deltas(d.calls))
             else:
-                delta = Delta(role="assistant", content=d.text) if parser is None else _delta(list(parser.push(d.text)))
+                delta = Delta(content=d.text) if parser is None else _delta(list(parser.push(d.text)))
             if legacy:
                 delta = _legacy_delta(delta)
             if delta.content is None and delta.tool_calls is None and delta.function_call is None \
                     and not (with_logprobs or with_ids):
                 continue  # held back until it is clear whether a tool call begins
             logprobs = ChoiceLogprobs(content=token_logprobs(gen, d)) if with_logprobs else None
-            yield chunk([ChunkChoice(index=event.index, delta=delta,
+            yield chunk([ChunkChoice(index=event.index, delta=said(event.index, delta),
                                      logprobs=logprobs, token_ids=d.token_ids if with_ids else None)])
             continue
         if parser is not None:
@@ -180,13 +188,11 @@ async def chat_completion_stream(
             if legacy:
                 rest = _legacy_delta(rest)
             if rest.content is not None or rest.tool_calls is not None or rest.function_call is not None:
-                yield chunk([ChunkChoice(index=event.index, delta=rest)])
+                yield chunk([ChunkChoice(index=event.index, delta=said(event.index, rest))])
         finished.add(event)
         finish = _finish(event.stats, bool(parser and parser.calls) or event.index in called, legacy)
-        done = chunk([ChunkChoice(index=event.index, delta=Delta(), finish_reason=finish,
+        done = chunk([ChunkChoice(index=event.index, delta=said(event.index, Delta()), finish_reason=finish,
                                   token_ids=[] if with_ids else None)])
-        if event.index == gen.n - 1 and not include_usage:
-            done.usage = finished.usage()
         if with_ids:
             done.prompt_token_ids = gen.prompt_ids
         yield done
@@ -278,7 +284,8 @@ def _echo(engine: Engine, req: CompletionRequest, gen: Generation) -> str:
 async def completion_stream(
     engine: Engine, req: CompletionRequest, scope: Scope | None = None
 ) -> AsyncIterator[Completion]:
-    """Stream a text completion of a raw prompt (no chat template), OpenAI's legacy shape."""
+    """Stream a text completion of a raw prompt (no chat template), OpenAI's legacy shape: ``usage``
+    null on every chunk, and with ``stream_options.include_usage`` a last chunk with usage and no choices."""
     include_usage = bool(req.stream_options and req.stream_options.include_usage)
     gen = engine.generate(req.to_generation_request(), scope)
     n = gen.n
@@ -307,8 +314,6 @@ async def completion_stream(
         done = chunk([CompletionChoice(index=i, text="" if i in echoed else echo,
                                        finish_reason=event.stats.finish_reason,
                                        token_ids=[] if req.return_token_ids else None)])
-        if i == n - 1 and not include_usage:
-            done.usage = finished.usage()
         if req.return_token_ids:
             done.prompt_token_ids = gen.prompt_ids
         yield done
