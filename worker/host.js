@@ -4,7 +4,7 @@
 
 import { DocStore } from "./doc_store.js";
 import { transact, result } from "./idb.js";
-import { httpOpen } from "./http_fetch.js";
+import { httpStart } from "./http_fetch.js";
 
 const SITE = new URL("../", import.meta.url);
 const SKILLS = "skills";
@@ -18,7 +18,7 @@ export class Host {
   }
 
   /** An HTTP request to a remote model's server (see http_fetch.js). */
-  httpOpen = httpOpen;
+  httpStart = httpStart;
 
   /** @param {string} code ISO 639-3 */
   async languageData(code) {

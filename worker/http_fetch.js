@@ -11,12 +11,28 @@
  */
 
 /**
- * Send a request; resolves once the status and headers have come.
- * @param {string} method @param {string} url @param {string} headersJson @param {string|null} body
- * @returns {Promise<HttpResponse>}
+ * @typedef {{response: Promise<HttpResponse>, abort: () => void}} HttpStart
+ *   A request under way: `response` resolves once the status and headers have come; `abort()` drops
+ *   it before then too (Python calls it when the request is cancelled or times out while it waits).
  */
-export async function httpOpen(method, url, headersJson, body) {
+
+/**
+ * Send a request.
+ * @param {string} method @param {string} url @param {string} headersJson @param {string|null} body
+ * @returns {HttpStart}
+ */
+export function httpStart(method, url, headersJson, body) {
   const controller = new AbortController();
+  const response = open(controller, method, url, headersJson, body);
+  response.catch(() => {});  // a request Python gave up on may still fail: that is not unhandled
+  return { response, abort: () => controller.abort() };
+}
+
+/**
+ * @param {AbortController} controller @param {string} method @param {string} url
+ * @param {string} headersJson @param {string|null} body @returns {Promise<HttpResponse>}
+ */
+async function open(controller, method, url, headersJson, body) {
   const response = await fetch(url, {
     method, headers: JSON.parse(headersJson), body: body ?? undefined, signal: controller.signal, cache: "no-store",
   });

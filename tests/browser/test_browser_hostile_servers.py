@@ -44,7 +44,7 @@ def ask_server(csi: Csi, input: Input) -> Output:
     return Output(text=reply.message.content)
 '''
 
-MATRIX = """async ([groups, server, faceNames, skill]) => {
+MATRIX = r"""async ([groups, server, faceNames, skill]) => {
   const { CreateWebWorkerEngine } = await import('/web/engine.js');
   const ask = [{role: 'user', content: 'What is the capital of France?'}];
   const chatText = (c) => c.choices[0]?.delta?.content ?? '';

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -16,7 +15,6 @@ import pytest
 
 from csi.backends.cpython import CPythonBackend
 from csi.core.engine import Engine
-from csi.errors import CsiError
 from csi.servers import ServerPlacement
 from csi.servers.asyncio_http import AsyncioHttp
 from csi.worker.remotes import set_remotes
@@ -24,7 +22,7 @@ from csi.worker.requests import RemotesRequest
 from tests.support.aio import run_async
 from tests.support.faces import chat_completion, chat_completion_stream, completion_stream, embeddings, inference
 from tests.support.hostile_behaviors import FUZZ
-from tests.support.hostile_matrix import DEADLINE_S, TIMEOUT_S, Outcome, counts, problems
+from tests.support.hostile_matrix import DEADLINE_S, TIMEOUT_S, Outcome, counts, outcome, problems
 from tests.support.hostile_server import HostileProcess, running_hostile_server
 from tests.support.paths import MODELS
 
@@ -63,18 +61,8 @@ def hostile() -> Iterator[HostileProcess]:
         yield server
 
 
-async def _case(engine: Engine, seed: int, face: str) -> Outcome:
-    began = time.monotonic()
-    name = f"fuzz {seed}"
-    try:
-        await asyncio.wait_for(FACES[face](engine, seed), 30)
-    except TimeoutError:
-        return Outcome(name, face, "hang", "", time.monotonic() - began)
-    except CsiError as exc:
-        return Outcome(name, face, exc.name, exc.message, time.monotonic() - began)
-    except Exception as exc:  # noqa: BLE001 - what the fuzzer looks for
-        return Outcome(name, face, type(exc).__name__, repr(exc), time.monotonic() - began)
-    return Outcome(name, face, "result", "", time.monotonic() - began)
+def _case(engine: Engine, seed: int, face: str) -> Awaitable[Outcome]:
+    return outcome(f"fuzz {seed}", face, FACES[face](engine, seed))
 
 
 def test_fuzzed_answers_end_in_one_result_or_one_typed_error(hostile):

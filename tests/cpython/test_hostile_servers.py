@@ -36,7 +36,7 @@ from tests.support.faces import (
     spin,
 )
 from tests.support.hostile_behaviors import BEHAVIORS
-from tests.support.hostile_matrix import Outcome, counts, groups, model_id, problems, remotes
+from tests.support.hostile_matrix import Outcome, counts, groups, model_id, outcome, problems, remotes
 from tests.support.hostile_server import HostileProcess, running_hostile_server
 from tests.support.paths import MODELS
 
@@ -110,17 +110,8 @@ async def _stream(call: Any, text: Callable[[Any], str | None]) -> str:
     return await _joined(chunks, text)
 
 
-async def _cell(engine: Engine, behavior: str, face: str) -> Outcome:
-    began = time.monotonic()
-    try:
-        text = await asyncio.wait_for(FACES[face](engine, model_id(behavior)), 30)
-    except TimeoutError:
-        return Outcome(behavior, face, "hang", "", time.monotonic() - began)
-    except CsiError as exc:
-        return Outcome(behavior, face, exc.name, exc.message, time.monotonic() - began)
-    except Exception as exc:  # noqa: BLE001 - what the matrix looks for
-        return Outcome(behavior, face, type(exc).__name__, str(exc), time.monotonic() - began)
-    return Outcome(behavior, face, "result", "", time.monotonic() - began, text)
+def _cell(engine: Engine, behavior: str, face: str) -> Awaitable[Outcome]:
+    return outcome(behavior, face, FACES[face](engine, model_id(behavior)))
 
 
 async def _local(engine: Engine) -> str | None:

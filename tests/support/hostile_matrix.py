@@ -3,9 +3,13 @@ server, what each must end in, and the check of what came back."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
+from csi.errors import CsiError
 from tests.support.hostile_behaviors import BEHAVIORS
 
 TIMEOUT_S = 1.5
@@ -54,6 +58,20 @@ class Outcome:
     seconds: float
     text: str | None = None
     """The answer's text, for faces that have one."""
+
+
+async def outcome(behavior: str, face: str, call: Awaitable[Any], hang_s: float = 30.0) -> Outcome:
+    """How ``call`` (one request) ended: its result's text, its error by name, or a hang."""
+    began = time.monotonic()
+    try:
+        text = await asyncio.wait_for(call, hang_s)
+    except TimeoutError:
+        return Outcome(behavior, face, "hang", "", time.monotonic() - began)
+    except CsiError as exc:
+        return Outcome(behavior, face, exc.name, exc.message, time.monotonic() - began)
+    except Exception as exc:  # noqa: BLE001 - what the matrix looks for
+        return Outcome(behavior, face, type(exc).__name__, repr(exc), time.monotonic() - began)
+    return Outcome(behavior, face, "result", "", time.monotonic() - began, text if isinstance(text, str) else None)
 
 
 def problems(outcomes: list[Outcome], base_url: str) -> list[str]:
