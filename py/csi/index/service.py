@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InternalError, InvalidInputError, ModelNotSupportedError, NotFoundError, blame
 from . import lexical
-from .cancel import WriteGuard
+from .cancel import WriteGuard, writing
 from .filters import CompiledFilter, parse_filters
 from .ingest import Ingest, batches, size_guess
 from .store import Catalog, IndexConfig, IndexStore, Key, ScoreQuery, StaleCatalogError, StoredDocument
@@ -117,7 +117,7 @@ class DocumentIndex:
         dims = (await self.engine.embed(model, ["dimensions"], scope)).dims
         config = IndexConfig(req.namespace, req.collection, req.index, req.model, req.max_tokens, req.overlap,
                              req.hybrid, dims)
-        async with self.store.writing():
+        async with writing(self.store.writing(), self.engine, scope, "index.createIndex"):
             created = True
             for existing in await self.store.indexes(req.namespace, req.collection):
                 if existing.index == req.index:
@@ -165,7 +165,7 @@ class DocumentIndex:
                                         f"documents[{i}].path")
             seen[doc.path.key] = i
         guard = WriteGuard(self.engine, scope, "index.put", len(docs))
-        async with self.store.writing():
+        async with writing(self.store.writing(), self.engine, scope, "index.put"):
             configs: dict[tuple[str, str], list[tuple[IndexConfig, ModelInfo]]] = {}
             for doc in docs:
                 key = (doc.path.namespace, doc.path.collection)
