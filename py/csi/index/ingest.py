@@ -2,7 +2,7 @@
 
 A write commits its documents in batches (``batches``: a few small documents together, a large one
 alone). Each batch is cut into chunks with the index's tokenizer one chunk at a time, its lexical
-terms taken, and its chunks embedded in calls of at most ``EMBED_TOKENS`` tokens; the write's
+terms taken, and its chunks embedded in calls sized to take about ``EMBED_CALL_S``; the write's
 ``WriteGuard`` is consulted between any two of these steps, so a document of megabytes is stopped
 within its own chunking or embedding. Nothing here writes: the caller commits a batch once all of it
 is ready.
@@ -10,6 +10,7 @@ is ready.
 
 from __future__ import annotations
 
+import time
 from array import array
 from typing import TYPE_CHECKING
 
@@ -27,8 +28,11 @@ if TYPE_CHECKING:
 
 EMBED_BATCH = 32
 """Chunks per embedding call at most."""
-EMBED_TOKENS = 4096
-"""Tokens per embedding call at most (``max_tokens`` per chunk): one call stays well under a second."""
+EMBED_TOKENS = 512
+"""Tokens (``max_tokens`` per chunk) of a write's first embedding call: on WebAssembly a call of
+4,096 took 6-9 s in one loaded Chromium run, and a stop waits for the call under way."""
+EMBED_CALL_S = 0.25
+"""The next calls hold as many chunks as the last call embedded in this long (up to ``EMBED_BATCH``)."""
 
 
 def size_guess(doc: DocumentIn) -> int:
@@ -55,8 +59,15 @@ def batches(sizes: list[int], max_chunks: int, max_documents: int) -> list[list[
 
 
 def embed_batch(config: IndexConfig) -> int:
-    """Chunks per embedding call for ``config``."""
+    """Chunks of the first embedding call for ``config``."""
     return max(1, min(EMBED_BATCH, EMBED_TOKENS // config.max_tokens))
+
+
+def next_batch(done: int, took_s: float) -> int:
+    """Chunks of the next embedding call, after ``done`` chunks took ``took_s``."""
+    if took_s <= 0:
+        return EMBED_BATCH
+    return max(1, min(EMBED_BATCH, int(done * EMBED_CALL_S / took_s)))
 
 
 class Ingest:
@@ -89,14 +100,19 @@ class Ingest:
         texts = [t for cs in sets for t in cs.texts]
         vectors = array("f")
         step = embed_batch(config)
-        for i in range(0, len(texts), step):
+        done = 0
+        while done < len(texts):
             await guard.pause()
-            out = await self.engine.embed(model, texts[i:i + step], scope)
+            batch = texts[done:done + step]
+            started = time.monotonic()
+            out = await self.engine.embed(model, batch, scope)
             if out.dims != config.dims:
                 raise InvalidInputError(f"model {config.model!r} now gives {out.dims}-dimensional embeddings, "
                                         f"the index holds {config.dims}", "model")
             for v in out.vectors:
                 vectors.extend(v)
+            done += len(batch)
+            step = next_batch(len(batch), time.monotonic() - started)
         at = 0
         for cs in sets:
             n = len(cs) * config.dims
