@@ -17,19 +17,26 @@ CALLS = int(os.environ.get("CSI_PAGE_FUZZ_CALLS", "300"))
 TYPED = ["InvalidInputError", "ModelNotSupportedError", "ContextWindowExceededError", "ModelLoadError",
          "NotFoundError", "SkillError"]
 
-# Runs `calls` (functions of engine returning whatever the API returns), each bounded in time.
+# Runs `calls` (functions of engine returning whatever the API returns), each bounded in time: one
+# still pending after 20 s is stopped with interruptGenerate(), as a person would, and must then
+# settle within 3 s (an AbortError is its typed answer); one that does not is a hang.
 HARNESS = """
   const settle = async (f) => {
     let p;
     try { p = f(); } catch (e) { return {sync: true, name: e?.name ?? String(e), message: String(e?.message ?? e)}; }
     if (!(p instanceof Promise)) return {notPromise: true};
-    const timeout = new Promise((r) => setTimeout(() => r({hang: true}), 20000));
-    return Promise.race([timeout, p.then(
+    const late = (ms) => new Promise((r) => setTimeout(() => r({late: true}), ms));
+    const settled = p.then(
       async (v) => {
         if (v && typeof v[Symbol.asyncIterator] === 'function') { for await (const _ of v) {} }
         return {ok: true};
       },
-      (e) => ({name: e?.name, param: e?.param ?? null, message: String(e?.message ?? e)}))]);
+      (e) => ({name: e?.name, param: e?.param ?? null, message: String(e?.message ?? e)}));
+    const first = await Promise.race([late(20000), settled]);
+    if (!first.late) return first;
+    engine.interruptGenerate();
+    const after = await Promise.race([late(3000), settled]);
+    return after.late ? {hang: true} : {...after, interrupted: true};
   };
 """
 
@@ -139,7 +146,8 @@ def test_random_hostile_calls_settle_typed_and_leave_nothing_pending(page):
         const r = await settle(() => methods[m](hostile(), hostile()));
         const key = r.ok ? 'ok' : (r.name ?? Object.keys(r)[0]);
         counts[key] = (counts[key] ?? 0) + 1;
-        if (r.sync || r.hang || r.notPromise || (!r.ok && !%TYPED%.includes(r.name))
+        const typed = %TYPED%.includes(r.name) || (r.interrupted && r.name === 'AbortError');
+        if (r.sync || r.hang || r.notPromise || (!r.ok && !typed)
             || (r.name === 'InvalidInputError' && r.param === null)) bad.push([i, m, r]);
       }
       return {counts, bad: bad.slice(0, 10), pending: engine.pendingCount};""".replace("%TYPED%", str(TYPED)), CALLS)

@@ -1,68 +1,24 @@
 """Cancelling an index write through the worker's envelope (a ``cancel`` message, as the page's
-AbortSignal sends it, or ``interrupt``, as interruptGenerate() does): it stops between committed
-batches, and the index then holds exactly the committed documents, as an index built from only
-those documents does, with no document in part."""
+AbortSignal sends it, or ``interrupt``, as interruptGenerate() does): it stops at its next step,
+and the index then holds exactly the committed documents, as an index built from only those
+documents does, with no document in part."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from csi.backends.local_host import LocalHost
 from csi.index import service
-from csi.index.store import MemoryIndexStore
-from csi.runtime import Runtime, build_runtime
-from csi.worker.app import WorkerApp
 from tests.support.aio import run_async
 from tests.support.index_reference import COLL, MAX_TOKENS, MODEL, NS, OVERLAP, corpus, queries
-from tests.support.paths import MODELS
+from tests.support.index_worker import Worker, new_runtime
 
 WHERE = {"namespace": NS, "collection": COLL}
 IX = {**WHERE, "index": "sem", "model": MODEL, "max_tokens": MAX_TOKENS, "overlap": OVERLAP}
 DOCS = [d.wire() for d in corpus()[:12]]
-
-
-def new_runtime() -> Runtime:
-    from csi.backends.cpython import CPythonBackend
-
-    return build_runtime(CPythonBackend(Path(MODELS)), LocalHost(), MemoryIndexStore())
-
-
-class Worker:
-    """A WorkerApp and every message it posted, decoded."""
-
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-        self.sent: list[dict[str, Any]] = []
-        self.on_post: Any = None
-        self.app = WorkerApp(runtime, self._post)
-
-    def _post(self, text: str) -> None:
-        msg = json.loads(text)
-        self.sent.append(msg)
-        if self.on_post:
-            self.on_post(msg)
-
-    async def call(self, id_: str, type_: str, request: Any = None) -> dict[str, Any]:
-        assert all(m["id"] != id_ for m in self.sent), f"id {id_} was used before"
-        self.app.handle(json.dumps({"id": id_, "type": type_, "request": request}))
-        while True:
-            final = next((m for m in self.sent if m["id"] == id_ and m["type"] in ("result", "error")), None)
-            if final:
-                return final
-            await asyncio.sleep(0.001)
-
-    def progress(self, id_: str) -> list[dict[str, Any]]:
-        return [m["progress"] for m in self.sent if m["id"] == id_ and m["type"] == "progress"]
-
-    async def ok(self, id_: str, type_: str, request: Any = None) -> Any:
-        out = await self.call(id_, type_, request)
-        assert out["type"] == "result", out
-        return out["result"]
 
 
 async def snapshot(w: Worker, names: list[str], tag: str = "") -> dict[str, Any]:
@@ -83,10 +39,6 @@ async def reference(names: list[str]) -> dict[str, Any]:
     if names:
         await w.ok("p", "index_put", [d for d in DOCS if d["path"]["name"] in names])
     return await snapshot(w, names)
-
-
-def committed_names(w: Worker, id_: str) -> list[str]:
-    return [n for p in w.progress(id_) if p.get("stage") == "index" for n in p["documents"]]
 
 
 @pytest.fixture(autouse=True)
@@ -110,7 +62,7 @@ def test_stopping_after_the_first_batch_leaves_exactly_the_committed_documents(h
 
         w.on_post = after_first_commit
         final = await w.call("p", "index_put", DOCS)
-        names = committed_names(w, "p")
+        names = w.committed("p")
         got = await snapshot(w, names)
         # the engine goes on: the whole set goes in afterwards
         again = await w.ok("p2", "index_put", DOCS)
@@ -148,7 +100,7 @@ def test_a_cancel_while_a_batch_is_embedded_leaves_that_batch_out_whole() -> Non
         engine.embed = embed_then_cancel  # type: ignore[method-assign]
         final = await w.call("p", "index_put", DOCS)
         engine.embed = embed  # type: ignore[method-assign]
-        names = committed_names(w, "p")
+        names = w.committed("p")
         return final, names, await snapshot(w, names)
 
     final, names, got = run_async(scenario())

@@ -20,7 +20,11 @@ from tests.support.aio import run_async
 
 TYPED = {"InvalidInputError", "ModelNotSupportedError", "ContextWindowExceededError", "ModelLoadError", "SkillError",
          "NotFoundError", "ServerUnavailableError"}
-REPLY_TIMEOUT_S = 60.0
+SLOW_S = 30.0
+"""A message not answered this long is interrupted, as the page would (``interruptGenerate()``)..."""
+STOPPED_WITHIN_S = 5.0
+"""... and must then end at once (an index write over huge documents included), in a typed reply."""
+STOP_ID = "fuzz-stop"
 
 
 def budget(default: int) -> int:
@@ -178,13 +182,21 @@ async def send_one(app: WorkerApp, sent: list[str], raw: str, log: FuzzLog) -> N
     """Serve one message and check its replies: valid JSON, exactly one final reply, the id echoed
     when it was one, a typed error with a ``param`` for invalid input."""
     sent.clear()
-    try:
-        await asyncio.wait_for(app.serve(raw), REPLY_TIMEOUT_S)
-    except TimeoutError:
-        log.bad(raw, "no reply in time")
-        return
+    task = asyncio.ensure_future(app.serve(raw))
+    done, _ = await asyncio.wait({task}, timeout=SLOW_S)
+    interrupted = not done
+    if interrupted:
+        app.handle(json.dumps({"id": STOP_ID, "type": "interrupt"}))
+        done, _ = await asyncio.wait({task}, timeout=STOPPED_WITHIN_S)
+        if not done:
+            task.cancel()
+            log.bad(raw, f"no reply in {SLOW_S:g} s, nor within {STOPPED_WITHIN_S:g} s of an interrupt")
+            return
+    task.result()
     replies = []
     for text in sent:
+        if text.startswith('{"id":' + json.dumps(STOP_ID) + ","):
+            continue  # the interrupt's own reply
         try:
             replies.append(json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c))))
         except ValueError as exc:
@@ -206,6 +218,8 @@ async def send_one(app: WorkerApp, sent: list[str], raw: str, log: FuzzLog) -> N
         return
     err = reply["error"]
     log.outcomes[err["name"]] += 1
+    if interrupted and err["name"] == "AbortError":
+        return  # what a stopped message ends with
     if err["name"] not in TYPED:
         log.bad(raw, f"untyped error {err['name']}: {err['message'][:300]}")
     elif err["name"] == "InvalidInputError" and err.get("param") is None:

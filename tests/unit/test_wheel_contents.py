@@ -122,6 +122,7 @@ SHIPPED = {
     "index/__init__.py": "the index's package",
     "index/cancel.py": "stopping an index write",
     "index/filters.py": "metadata filters",
+    "index/ingest.py": "cutting and embedding an index write's documents, step by step",
     "index/lexical.py": "BM25 terms",
     "index/service.py": "the document index service",
     "index/store.py": "the store protocol and scoring kernel",

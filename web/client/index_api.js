@@ -18,9 +18,10 @@ import { cancelOnAbort, deadline, requestCall } from "./calls.js";
  */
 
 /**
- * An index write that `options.signal` (an AbortSignal) can stop: the worker ends it before its
- * next committed batch and it rejects with an `AbortError` whose message, and `committed`, say
- * which documents went in (each whole; the others not at all). `interruptGenerate()` stops it too.
+ * An index write that `options.signal` (an AbortSignal) can stop: the worker ends it at its next
+ * step (between two chunks, two embedding calls), dropping the batch not yet committed, and it
+ * rejects with an `AbortError` whose message, and `committed`, say which documents went in (each
+ * whole; the others not at all). `interruptGenerate()` stops it too.
  * @template R, T
  * @param {import("./worker_client.js").WorkerClient} client
  * @param {(request: R, handlers: Handlers) => Promise<T>} send sends the write with these handlers
@@ -56,14 +57,14 @@ export function indexApi(client) {
     /**
      * `{namespace, collection, index, model = "all-minilm-l6-v2", max_tokens = 128, overlap = 0, hybrid = false}`
      * -> the index's configuration and `created`; existing documents are indexed (progress as `put`).
-     * `{signal}` stops the indexing between batches (`AbortError`; calling it again finishes it).
+     * `{signal}` stops the indexing within about a second (`AbortError`; calling it again finishes it).
      */
     createIndex: stoppableWrite(client, (/** @type {RequestOf<"index_create">} */ request, handlers) =>
       client.send("index_create", { request }, handlers)),
     /**
      * `[{path: {namespace, collection, name}, contents: [{text} | "image"], metadata}]` -> `{documents, chunks}`.
      * Replaces documents with the same path. `progress({loaded, total, documents, chunks})` follows each commit.
-     * `{signal}` (or `interruptGenerate()`) stops it before its next commit: it rejects with an
+     * `{signal}` (or `interruptGenerate()`) stops it at its next step: it rejects with an
      * `AbortError` whose `committed` is `{documents: names, chunks}` of what went in.
      */
     put: stoppableWrite(client, (/** @type {RequestOf<"index_put">} */ request, handlers) =>

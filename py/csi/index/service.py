@@ -9,16 +9,16 @@ leaves the whole-corpus scoring to the store's kernel (see ``csi.index.store``).
 
 from __future__ import annotations
 
-import asyncio
 from array import array
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InternalError, InvalidInputError, ModelNotSupportedError, NotFoundError, blame
 from . import lexical
-from .cancel import WriteGuard
+from .cancel import WriteGuard, writing
 from .filters import CompiledFilter, parse_filters
-from .store import Catalog, ChunkSet, IndexConfig, IndexStore, Key, ScoreQuery, StaleCatalogError, StoredDocument
+from .ingest import Ingest, batches, size_guess
+from .store import Catalog, IndexConfig, IndexStore, Key, ScoreQuery, StaleCatalogError, StoredDocument
 from .types import (
     CollectionInfo,
     CollectionRef,
@@ -47,10 +47,9 @@ if TYPE_CHECKING:
 
 Progress = Callable[[dict[str, Any]], None]
 
-EMBED_BATCH = 32
 # A write transaction holds about this many chunks (fewer, larger commits ingest faster: 60 small
 # documents took 74 s in one Chromium run at 32, 36-45 s at 128; every committed batch is reported, so an
-# interrupted ingest loses at most one batch).
+# interrupted ingest loses at most one batch; a stop ends a batch half-way, see csi.index.cancel).
 COMMIT_CHUNKS = 128
 COMMIT_DOCUMENTS = 64
 SEMANTIC_WEIGHT = 0.5
@@ -79,6 +78,7 @@ class DocumentIndex:
         self.engine = engine
         self.text = text
         self.store = store
+        self.ingest = Ingest(engine, text)
         self._catalogs: dict[Key, Catalog] = {}
 
     # ---- lookups ---------------------------------------------------------------------------------
@@ -98,69 +98,12 @@ class DocumentIndex:
         await self._check_collection(path.namespace, path.collection)
         raise NotFoundError(f"index {path.index!r} does not exist in collection {path.collection!r}", "index")
 
-    # ---- chunking and embedding ------------------------------------------------------------------
-
-    async def _chunk_sets(self, docs: list[DocumentIn], config: IndexConfig, model: ModelInfo,
-                          where: list[str], scope: Scope | None, guard: WriteGuard | None = None) -> list[ChunkSet]:
-        """Each document's chunks for ``config``, embedded in batches across the documents; a
-        document's chunking errors are blamed on ``where[i]``. ``guard`` is checked before each step."""
-        sets = []
-        for doc, param in zip(docs, where, strict=True):
-            if guard:
-                guard.check()
-            cs = ChunkSet()
-            for item, content in enumerate(doc.contents):
-                if isinstance(content, str):
-                    continue  # images are stored, not indexed
-                with blame(f"{param}.contents[{item}]"):
-                    chunks = await self.text.chunk(content.text, config.model, config.max_tokens, config.overlap)
-                for offset, text in chunks:
-                    cs.items.append(item)
-                    cs.starts.append(offset)
-                    cs.ends.append(offset + len(text) - 1)
-                    cs.texts.append(text)
-            sets.append(cs)
-        texts = [t for cs in sets for t in cs.texts]
-        vectors = array("f")
-        for i in range(0, len(texts), EMBED_BATCH):
-            if guard:
-                guard.check()
-            out = await self.engine.embed(model, texts[i:i + EMBED_BATCH], scope)
-            if out.dims != config.dims:
-                raise InvalidInputError(f"model {config.model!r} now gives {out.dims}-dimensional embeddings, "
-                                        f"the index holds {config.dims}", "model")
-            for v in out.vectors:
-                vectors.extend(v)
-        at = 0
-        for cs in sets:
-            n = len(cs) * config.dims
-            cs.vectors = vectors[at:at + n]
-            at += n
-        return sets
-
-    async def _chunk_all(self, docs: list[DocumentIn], configs: list[tuple[IndexConfig, ModelInfo]],
-                         where: list[str], scope: Scope | None,
-                         guard: WriteGuard | None = None) -> dict[str, list[ChunkSet]]:
-        """Index name -> each document's chunks; indexes cut alike share one chunking and embedding."""
-        shared: dict[tuple[str, int, int], list[ChunkSet]] = {}
-        out = {}
-        for config, model in configs:
-            how = (config.model, config.max_tokens, config.overlap)
-            if how not in shared:
-                shared[how] = await self._chunk_sets(docs, config, model, where, scope, guard)
-            sets = []
-            for base in shared[how]:
-                terms = [" ".join(lexical.terms(t)) for t in base.texts] if config.hybrid else []
-                sets.append(ChunkSet(base.items, base.starts, base.ends, base.texts, terms, base.vectors))
-            out[config.index] = sets
-        return out
-
     # ---- writes ----------------------------------------------------------------------------------
 
     async def create_index(self, req: CreateIndex, scope: Scope | None = None) -> IndexCreated:
         """Create an index of a collection (creating the collection), indexing its documents;
         ``scope.progress`` reports each committed batch; a cancel or ``interruptGenerate()`` stops it
-        before the next one (``AbortError``; calling it again finishes the work)."""
+        at its next step, dropping the batch under way (``AbortError``; calling it again finishes the work)."""
         progress = scope.progress if scope else None
         if req.overlap >= req.max_tokens:
             raise InvalidInputError("`overlap` must be less than `max_tokens`", "overlap")
@@ -174,7 +117,7 @@ class DocumentIndex:
         dims = (await self.engine.embed(model, ["dimensions"], scope)).dims
         config = IndexConfig(req.namespace, req.collection, req.index, req.model, req.max_tokens, req.overlap,
                              req.hybrid, dims)
-        async with self.store.writing():
+        async with writing(self.store.writing(), self.engine, scope, "index.createIndex"):
             created = True
             for existing in await self.store.indexes(req.namespace, req.collection):
                 if existing.index == req.index:
@@ -189,25 +132,30 @@ class DocumentIndex:
             names = await self.store.unindexed(config.key)
             guard = WriteGuard(self.engine, scope, "index.createIndex", len(names))
             for at in range(0, len(names), COMMIT_DOCUMENTS):
-                guard.check()
-                batch = names[at:at + COMMIT_DOCUMENTS]
-                stored = await self.store.documents([(req.namespace, req.collection, n) for n in batch])
+                await guard.pause()
+                page = names[at:at + COMMIT_DOCUMENTS]
+                stored = await self.store.documents([(req.namespace, req.collection, n) for n in page])
                 docs = [DocumentIn.model_validate(d) for d in (_as_document_in(s) for s in stored)]
-                params = [f"documents[{n!r}]" for n in batch]
-                sets = (await self._chunk_all(docs, [(config, model)], params, scope, guard))[config.index]
-                await self.store.add_chunks(config.key, dict(zip(batch, sets, strict=True)))
-                guard.commit(batch, sum(len(cs) for cs in sets))
-                if progress:
-                    progress({"stage": "index", "file": None, "loaded": at + len(batch), "total": len(names),
-                              "model": req.model, "documents": batch})
-                await asyncio.sleep(0)  # let a cancel in between two batches
+                for group in batches([size_guess(d) for d in docs], COMMIT_CHUNKS, COMMIT_DOCUMENTS):
+                    batch = [page[i] for i in group]
+                    params = [f"documents[{n!r}]" for n in batch]
+                    sets = (await self.ingest.chunk_all([docs[i] for i in group], [(config, model)], params, scope,
+                                                        guard))[config.index]
+                    guard.check()
+                    await self.store.add_chunks(config.key, dict(zip(batch, sets, strict=True)))
+                    guard.commit(batch, sum(len(cs) for cs in sets))
+                    if progress:
+                        progress({"stage": "index", "file": None, "loaded": len(guard.committed), "total": len(names),
+                                  "model": req.model, "documents": batch})
+                    await guard.let_in()  # a cancel in between two batches
         return IndexCreated.model_validate({**config.to_json(), "created": created})
 
     async def put(self, docs: list[DocumentIn], scope: Scope | None = None) -> PutResult:
         """Store documents (replacing any with the same path), chunked and embedded for every index
         of their collections. Commits in batches; ``scope.progress`` reports each committed batch. A
-        cancel of the message or ``interruptGenerate()`` stops it before the next commit: an
-        ``AbortError`` that says what was committed (those documents whole, the others not at all).
+        cancel of the message or ``interruptGenerate()`` stops it at its next step, dropping the batch
+        under way: an ``AbortError`` that says what was committed (those documents whole, the others
+        not at all).
         Errors name ``documents[i]...``."""
         progress = scope.progress if scope else None
         seen: dict[tuple[str, str, str], int] = {}
@@ -216,22 +164,18 @@ class DocumentIndex:
                 raise InvalidInputError(f"documents[{seen[doc.path.key]}] and documents[{i}] have the same path",
                                         f"documents[{i}].path")
             seen[doc.path.key] = i
-        total_chunks = 0
         guard = WriteGuard(self.engine, scope, "index.put", len(docs))
-        async with self.store.writing():
+        async with writing(self.store.writing(), self.engine, scope, "index.put"):
             configs: dict[tuple[str, str], list[tuple[IndexConfig, ModelInfo]]] = {}
             for doc in docs:
                 key = (doc.path.namespace, doc.path.collection)
                 if key not in configs:
                     configs[key] = [(c, await self.engine.embedding_model(c.model))
                                     for c in await self.store.indexes(*key)]
-            done = 0
-            pending: list[int] = []
-            pending_chunks = 0
-
-            async def flush() -> None:
-                nonlocal done, pending, pending_chunks, total_chunks
-                guard.check()
+            # a large document commits alone (in a collection without indexes too: its text is written)
+            sizes = [max(1, len(configs[(d.path.namespace, d.path.collection)])) * size_guess(d) for d in docs]
+            for pending in batches(sizes, COMMIT_CHUNKS, COMMIT_DOCUMENTS):
+                await guard.pause()
                 group = [docs[i] for i in pending]
                 stored = [StoredDocument(d.path.namespace, d.path.collection, d.path.name,
                                          [c if isinstance(c, str) else {"text": c.text} for c in d.contents],
@@ -241,8 +185,8 @@ class DocumentIndex:
                 for j, d in enumerate(group):
                     by_collection.setdefault((d.path.namespace, d.path.collection), []).append(j)
                 for key, members in by_collection.items():
-                    by_index = await self._chunk_all([group[j] for j in members], configs[key],
-                                                     [f"documents[{pending[j]}]" for j in members], scope, guard)
+                    by_index = await self.ingest.chunk_all([group[j] for j in members], configs[key],
+                                                           [f"documents[{pending[j]}]" for j in members], scope, guard)
                     for index, sets in by_index.items():
                         for j, cs in zip(members, sets, strict=True):
                             stored[j].chunks[index] = cs
@@ -250,25 +194,11 @@ class DocumentIndex:
                 guard.check()
                 await self.store.put_documents(stored)
                 guard.commit([d.path.name for d in group], group_chunks)
-                total_chunks += group_chunks
-                done += len(group)
                 if progress:
-                    progress({"stage": "index", "file": None, "loaded": done, "total": len(docs), "model": None,
-                              "documents": [d.path.name for d in group], "chunks": total_chunks})
-                pending, pending_chunks = [], 0
-                await asyncio.sleep(0)  # let a cancel in between two batches
-
-            for i, doc in enumerate(docs):
-                pending.append(i)
-                # a cheap size guess: about four characters per token
-                size = sum(len(c.text) for c in doc.contents if not isinstance(c, str))
-                n_indexes = len(configs[(doc.path.namespace, doc.path.collection)])
-                pending_chunks += n_indexes * max(1, size // (4 * 64))
-                if pending_chunks >= COMMIT_CHUNKS or len(pending) >= COMMIT_DOCUMENTS:
-                    await flush()
-            if pending:
-                await flush()
-        return PutResult(documents=len(docs), chunks=total_chunks)
+                    progress({"stage": "index", "file": None, "loaded": len(guard.committed), "total": len(docs),
+                              "model": None, "documents": [d.path.name for d in group], "chunks": guard.chunks})
+                await guard.let_in()  # a cancel in between two batches
+        return PutResult(documents=len(docs), chunks=guard.chunks)
 
     async def delete(self, paths: list[DocumentPath]) -> list[bool]:
         """Delete documents; whether each existed."""

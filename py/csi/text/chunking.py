@@ -25,7 +25,7 @@ from .chunk_levels import Level, LevelFinder
 from .chunk_sections import CHARS, GRAPHEMES, SENTENCES, WORDS, TextSections
 from .chunk_sizer import ChunkSizer, Span, TokenCounter, fits
 
-__all__ = ["TokenCounter", "chunk_text", "count_chars"]
+__all__ = ["TokenCounter", "chunk_steps", "chunk_text", "count_chars"]
 
 
 def count_chars(texts: list[str]) -> list[int]:
@@ -39,6 +39,12 @@ def chunk_text(text: str, max_tokens: int, overlap: int, count_tokens: TokenCoun
     ``max_tokens`` is the capacity of each chunk, ``overlap`` the most tokens a chunk may share with the one
     before; ``count_tokens`` sizes texts in batches. ``text[offset:offset + len(chunk)] == chunk`` always holds.
     """
+    return list(chunk_steps(text, max_tokens, overlap, count_tokens))
+
+
+def chunk_steps(text: str, max_tokens: int, overlap: int, count_tokens: TokenCounter) -> Iterator[tuple[int, str]]:
+    """``chunk_text``'s chunks one at a time, each cut only when asked for (so a caller can stop, or
+    let other work run, between two chunks of a long text). The arguments are checked at once."""
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise InvalidInputError("`max_tokens` must be an integer of at least 1", param="max_tokens")
     if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
@@ -46,7 +52,7 @@ def chunk_text(text: str, max_tokens: int, overlap: int, count_tokens: TokenCoun
     if overlap >= max_tokens:
         raise InvalidInputError(f"`overlap` ({overlap}) must be less than `max_tokens` ({max_tokens})",
                                 param="overlap")
-    return list(_TextChunks(text, max_tokens, overlap, count_tokens))
+    return iter(_TextChunks(text, max_tokens, overlap, count_tokens))
 
 
 class _TextChunks:

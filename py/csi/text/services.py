@@ -3,7 +3,7 @@ language data from the host (fetched once per language, only when asked for)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Protocol
 
 from ..core.backend import Loading, Tokenizers
@@ -46,16 +46,24 @@ class TextServices:
         await self.backend.load_tokenizer(model_id)
         return model_id
 
-    async def chunk(self, text: str, model: str, max_tokens: int, overlap: int) -> list[tuple[int, str]]:
-        """``text`` in chunks of at most ``max_tokens`` tokens of ``model``: (character offset, chunk)."""
+    async def chunk(self, text: str, model: str, max_tokens: int, overlap: int,
+                    pause: Callable[[], Awaitable[None]] | None = None) -> list[tuple[int, str]]:
+        """``text`` in chunks of at most ``max_tokens`` tokens of ``model``: (character offset, chunk).
+        ``pause`` is awaited after each chunk (a long text: to let other work in, or to stop)."""
         model = await self._ensure_tokenizer(model)
 
         def count(texts: list[str]) -> list[int]:
             return self.backend.count_tokens(model, texts)
 
-        from .chunking import chunk_text  # noqa: PLC0415 - loaded on first use
+        from .chunking import chunk_steps, chunk_text  # noqa: PLC0415 - loaded on first use
 
-        return chunk_text(text, max_tokens, overlap, count)
+        if pause is None:
+            return chunk_text(text, max_tokens, overlap, count)
+        out = []
+        for chunk in chunk_steps(text, max_tokens, overlap, count):
+            out.append(chunk)
+            await pause()
+        return out
 
     async def select_language(self, text: str, languages: list[str]) -> str | None:
         """The ISO 639-3 code of ``text``'s language among ``languages``, or ``None`` when unclear."""
