@@ -68,7 +68,7 @@ def test_endpoint_panel_shows_the_service_and_its_snippets_work(browser, site_ur
         box = page.locator(f"#endpoint-snippets [data-snippet='{name}']")
         box.locator("button.copy").click()
         copied_note = f"[data-snippet='{name}'] .copied"
-        page.wait_for_function(f"""document.querySelector("{copied_note}").textContent === 'Copied.'""")
+        page.wait_for_function(f"""() => document.querySelector("{copied_note}").textContent === 'Copied.'""")
         copied = page.evaluate("navigator.clipboard.readText()")
         assert copied == box.locator("pre").text_content()
         assert site_url.rstrip("/") + "/v1" in copied and '"tiny-chat"' in copied
