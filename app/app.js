@@ -2,7 +2,7 @@
 // app/panels/) owns its elements and state; this file only connects them. Generation settings,
 // the model and the device can be set in the URL: ?temperature=0&max_tokens=512&ignore_eos=1&model=…&device=…&hub=<mirror URL>
 
-import { WebWorkerEngine, workerUrl } from "csi-web";
+import { trustedScriptURL, WebWorkerEngine, workerUrl } from "csi-web";
 import { Library } from "./conversations/library.js";
 import { DEFAULT_SETTINGS } from "./conversations/knobs.js";
 import { mountChat } from "./panels/chat.js";
@@ -37,7 +37,7 @@ const overrides = {
  * @param {string} modelId @param {import("csi-web").EngineConfig} config
  */
 async function createEngine(modelId, config) {
-  const worker = new Worker(workerUrl(), { type: "module" });
+  const worker = new Worker(trustedScriptURL(workerUrl()), { type: "module" });
   const engine = new WebWorkerEngine(worker, config);
   /** @type {import("csi-web").LoadResult} */
   const load = await engine.reload(modelId);

@@ -28,6 +28,7 @@ import { spinApi } from "./client/spin_api.js";
 import { toolsApi } from "./client/tools_api.js";
 import { WorkerClient } from "./client/worker_client.js";
 import { workerUrl } from "./runtime_base.js";
+import { trustedScriptURL } from "./trusted_types.js";
 
 /**
  * @typedef {import("../worker/protocol.js").MessageType} MessageType
@@ -84,6 +85,7 @@ import { workerUrl } from "./runtime_base.js";
 export { EngineError, workerUrl };
 export { ggufFileModelId } from "./gguf_file.js";
 export { SKILL_TIME_LIMIT_MS } from "./client/skills_api.js";
+export { trustedScriptURL, withSanitizerPolicy } from "./trusted_types.js";
 export { deleteChatConfigInCache, deleteModelAllInfoInCache, deleteModelInCache } from "./model_cache.js";
 export { deleteModelWasmInCache, hasModelInCache, listCachedModels } from "./model_cache.js";
 
@@ -365,7 +367,7 @@ export const CreateWebWorkerMLCEngine = CreateWebWorkerEngine;
 export class MLCEngine extends WebWorkerEngine {
   /** @param {EngineConfig} [config] */
   constructor(config = {}) {
-    super(new Worker(workerUrl(config), { type: "module" }), config);
+    super(new Worker(trustedScriptURL(workerUrl(config)), { type: "module" }), config);
   }
 }
 

@@ -7,6 +7,7 @@
 //   import { registerSiteWorker, reloadWhenIsolating } from "./site_worker.js";
 
 import { runtimeBase } from "./runtime_base.js";
+import { trustedScriptURL } from "./trusted_types.js";
 
 /** Replaced by csi-web/vite's transform with where it writes the service worker. @type {string|null} */
 const BUNDLED_SERVICE_WORKER = null;
@@ -30,7 +31,7 @@ const RELOADED = "csi-isolation-reload";
  */
 export function registerSiteWorker(container, url) {
   const script = new URL(url ?? serviceWorkerUrl(), document.baseURI);
-  return container.register(script, { scope: new URL("./", script).href });
+  return container.register(trustedScriptURL(script), { scope: new URL("./", script).href });
 }
 
 /**

@@ -1,7 +1,7 @@
 // The playground's "Model insides" panel: RemoteLLM's GenerationalGuts for a prompt, drawn with
 // Apache ECharts (served by the site, loaded the first time the panel is used). Three heatmaps,
 // tokens x dimensions (token embedding, positional embedding, final hidden state), and the next
-// token candidates as bars. Token text reaches the charts' tooltips HTML-escaped by ECharts.
+// token candidates as bars. Token text reaches the charts' tooltips as text (drawn on the canvas).
 
 import { find } from "./dom.js";
 
@@ -16,6 +16,29 @@ function loadECharts() {
   echartsModule ??= import(new URL(ECHARTS, import.meta.url).href);
   return echartsModule;
 }
+
+/**
+ * A chart's box, which ECharts clears with `innerHTML = ""` (on init and dispose): a string the
+ * page's Trusted Types refuse, so on this element clearing is `replaceChildren()` and any other
+ * markup a TypeError. (Tooltips are drawn on the canvas, as text: ECharts' HTML ones are markup.)
+ * @param {HTMLElement} el
+ */
+function clearedByNodes(el) {
+  const inner = /** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(Element.prototype, "innerHTML"));
+  Object.defineProperty(el, "innerHTML", {
+    configurable: true,
+    get() { return inner.get?.call(this); },
+    /** @param {unknown} markup */
+    set(markup) {
+      if (markup !== "") throw new TypeError("a chart's box takes no markup");
+      this.replaceChildren();
+    },
+  });
+  return el;
+}
+
+/** Text for a canvas tooltip, where `{style|words}` is rich-text markup: such a brace gets a zero-width space. @param {string} t */
+const plain = (t) => t.replace(/\{(?=\w+\|)/g, "{\u200B");
 
 /** A token as a one-line label: whitespace and control characters made visible. @param {string} t */
 export function tokenLabel(t) {
@@ -58,7 +81,7 @@ export function mountInsides(root) {
     const el = find(ui.charts, `#${id}`, HTMLElement);
     let c = charts.get(id);
     if (!c) {
-      c = echarts.init(el, null, { renderer: "canvas" });
+      c = echarts.init(clearedByNodes(el), null, { renderer: "canvas" });
       charts.set(id, c);
     }
     return c;
@@ -83,14 +106,14 @@ export function mountInsides(root) {
         if (Math.abs(v) > extent) extent = Math.abs(v);
       }
     }
-    const esc = echarts.format.encodeHTML;
     c.setOption({
       animation: false,
       title: { text: title, textStyle: { fontSize: 13 } },
       grid: { left: 110, right: 70, top: 30, bottom: 30 },
       tooltip: {
+        renderMode: "richText",
         formatter: (/** @type {any} */ p) =>
-          `<b>${esc(tokenLabel(tokens[p.value[1]]))}</b> (position ${p.value[1]})<br>` +
+          `${plain(tokenLabel(tokens[p.value[1]]))} (position ${p.value[1]})\n` +
           `dimension ${p.value[0]}: ${p.value[2].toPrecision(5)}`,
       },
       xAxis: { type: "category", data: Array.from({ length: width }, (_, i) => String(i)), splitArea: { show: false } },
@@ -109,15 +132,15 @@ export function mountInsides(root) {
     el.style.height = "220px";
     const c = chart(echarts, "insides-next");
     c.resize();
-    const esc = echarts.format.encodeHTML;
     c.setOption({
       title: { text: "Next token", textStyle: { fontSize: 13 } },
       grid: { left: 50, right: 20, top: 30, bottom: 50 },
       tooltip: {
+        renderMode: "richText",
         formatter: (/** @type {any} */ p) => {
           const g = generations[p.dataIndex];
-          return `<b>${esc(tokenLabel(g.token))}</b> (id ${g.id})<br>probability ${(g.probability * 100).toFixed(2)}%` +
-            `<br>logit ${g.logit.toPrecision(5)}`;
+          return `${plain(tokenLabel(g.token))} (id ${g.id})\nprobability ${(g.probability * 100).toFixed(2)}%` +
+            `\nlogit ${g.logit.toPrecision(5)}`;
         },
       },
       xAxis: { type: "category", data: generations.map((g) => tokenLabel(g.token)), axisLabel: { interval: 0, rotate: 30 } },

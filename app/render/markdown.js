@@ -1,13 +1,15 @@
 // Model output as GitHub-flavored Markdown: parsed by marked, sanitized by DOMPurify, code
 // highlighted by highlight.js, a Copy button per code block. Model output is hostile: raw HTML in
 // it is shown as text, images are never loaded (their alt text and address are shown instead),
-// links may only be http(s), mailto or in-page, and the sanitizer is the last word on every tag.
+// links may only be http(s), mailto or in-page, and the sanitizer is the last word on every tag
+// (under the page's Trusted Types, through csi-web's one policy).
 // While a reply streams, only the blocks that changed are rebuilt, once per animation frame, so the
 // finished part of a reply never flickers.
 
 import { Marked } from "marked";
 import DOMPurify from "dompurify";
 import hljs from "highlight.js";
+import { withSanitizerPolicy } from "csi-web";
 
 /** @typedef {import("marked").Token} Token */
 
@@ -68,9 +70,11 @@ function renderBlock(token, links, highlight) {
   const html = /** @type {string} */ (marked.parser(/** @type {any} */ (tokens)));
   const block = document.createElement("div");
   block.className = "md-block";
-  block.append(purify.sanitize(html, {
-    ALLOWED_TAGS, ALLOWED_ATTR, ALLOWED_URI_REGEXP: SAFE_URL, RETURN_DOM_FRAGMENT: true,
-  }));
+  // DOMPurify parses the string into an inert document with csi-web's Trusted Types policy and
+  // hands back nodes: no markup reaches a live sink
+  block.append(withSanitizerPolicy((policy) => purify.sanitize(html, {
+    ALLOWED_TAGS, ALLOWED_ATTR, ALLOWED_URI_REGEXP: SAFE_URL, RETURN_DOM_FRAGMENT: true, TRUSTED_TYPES_POLICY: policy,
+  })));
   for (const pre of block.querySelectorAll("pre.md-code")) addCopyButton(/** @type {HTMLElement} */ (pre));
   return block;
 }

@@ -14,6 +14,7 @@ from ..deps.skill_packages import write_packages
 from ..models.cache import build_hub_models, build_models
 from .ai_sdk import build_ai_sdk
 from .csi_wheel import build_wheel
+from .csp import check_page_policy
 from .kernel import build_kernel
 
 DIST = ROOT / "dist"
@@ -125,6 +126,7 @@ def build_site() -> Path:
             if not src.exists():
                 raise SystemExit(f"missing {src}: run `npm ci --ignore-scripts`")
             sync_file(src, DIST / target / name)
+    check_page_policy((ROOT / "index.html").read_text())  # its CSP allows its import map by hash
     sync_file(ROOT / "index.html", DIST / "index.html")
     sync_file(ROOT / "worker" / "service_worker.js", DIST / "sw.js")  # at the root, so its scope holds /v1/
     # The official `openai` client's ES modules, for pages that talk to /v1/ (its Node-only parts

@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 
-from tests.support.browser import LOCAL_PREFIXES
+from tests.support.browser import LOCAL_PREFIXES, WATCH_VIOLATIONS, load_axe, violations
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.browser
 
-AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 ARTIFACTS = ROOT / "test-results"
 PANELS = ["chat", "documents", "text", "skills", "insides", "models", "endpoint"]
 
@@ -26,6 +25,7 @@ class App:
         self.requests: list[str] = []
         self.errors: list[str] = []
         self.context.on("request", lambda r: self.requests.append(r.url))
+        self.context.add_init_script(WATCH_VIOLATIONS)
         self.page = self.context.new_page()
         self.page.set_default_timeout(180_000)
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
@@ -35,8 +35,7 @@ class App:
 
     def axe(self, selector: str) -> list[dict[str, Any]]:
         """axe-core's serious and critical violations inside `selector`."""
-        if not self.page.evaluate("typeof window.axe === 'object'"):
-            self.page.add_script_tag(path=str(AXE))
+        load_axe(self.page)
         found = self.page.evaluate(
             """async (sel) => (await axe.run(document.querySelector(sel),
                  {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']}}))
@@ -71,6 +70,7 @@ def test_every_panel_passes_axe_fits_the_width_and_logs_no_error(app: App) -> No
         assert overflow <= 0, f"{name} panel is {overflow}px wider than the {width}px screen"
         page.screenshot(path=str(ARTIFACTS / f"app-{name}-{width}-{scheme}.png"))
     assert app.errors == []
+    assert violations(page) == []  # its Content-Security-Policy and Trusted Types blocked nothing
     assert [u for u in app.requests if not u.startswith(LOCAL_PREFIXES)] == []
 
 
@@ -124,7 +124,7 @@ def test_escape_stops_a_reply_being_written(browser: Any, site_url: str) -> None
         page.wait_for_selector("body[data-ready='true']")
         page.fill("#prompt", "Tell me about the textwrap module.")
         page.press("#prompt", "Enter")
-        page.wait_for_function("document.querySelector('.message.assistant .body')?.textContent.length > 0")
+        page.wait_for_function("() => document.querySelector('.message.assistant .body')?.textContent.length > 0")
         page.keyboard.press("Escape")
         msg = page.wait_for_selector(".message.assistant[data-done='true']")
         assert msg.get_attribute("data-finish") == "abort"
@@ -176,5 +176,6 @@ def test_a_reply_the_model_writes_as_hostile_markup_runs_and_loads_nothing(brows
         assert "<script>alert(3)</script>" in body.inner_text()
         assert "[image: x (http://127.0.0.1:9/md.png)]" in body.inner_text()
         assert app.errors == []
+        assert violations(page) == []  # the markup reached the page through csi-web's policy, as nodes
     finally:
         app.context.close()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.support.browser import LOCAL_PREFIXES, EnginePage
+from tests.support.browser import LOCAL_PREFIXES, EnginePage, load_axe
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.browser
@@ -91,8 +91,7 @@ class Chat:
 
     def axe(self, selector: str) -> list[dict[str, Any]]:
         """axe-core's serious and critical violations inside `selector`."""
-        if not self.page.evaluate("typeof window.axe === 'object'"):
-            self.page.add_script_tag(path=str(ROOT / "node_modules" / "axe-core" / "axe.min.js"))
+        load_axe(self.page)
         found = self.page.evaluate(
             """async (sel) => (await axe.run(document.querySelector(sel),
                  {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']}}))
@@ -334,7 +333,7 @@ def test_stop_keeps_the_partial_reply_and_it_survives_a_reload(browser: Any, sit
     page = chat.page
     page.fill("#prompt", "Tell me about the textwrap module.")
     page.click("#send")
-    page.wait_for_function("document.querySelector('.message.assistant.live .body')?.textContent.length > 20")
+    page.wait_for_function("() => document.querySelector('.message.assistant.live .body')?.textContent.length > 20")
     page.click("#stop")
     chat.settle()
     msg = page.locator(".message.assistant")

@@ -249,7 +249,7 @@ def test_the_playground_opens_a_picked_gguf_file(playground: tuple[Any, list[str
     path = gguf_site[1] / Path(SMOLLM2).name
     page.set_input_files("#models-gguf-file", str(path))
     assert page.locator("#models-gguf-choice").is_checked()
-    page.wait_for_function("document.querySelector('#models-plan').textContent.includes('on your disk')")
+    page.wait_for_function("() => document.querySelector('#models-plan').textContent.includes('on your disk')")
     page.click("#models-load")
     page.wait_for_selector("#models-state[data-state='ready']", timeout=300_000)
     assert page.locator("#models-state").inner_text() == f"{path.name} is ready in this browser (wasm)."
@@ -271,7 +271,7 @@ def test_the_playground_cancels_a_gguf_download_and_loads_another(playground: tu
     page.fill("#models-gguf-url", "gguf/cancel-me.gguf")
     assert page.locator("#models-gguf-choice").is_checked()
     page.click("#models-load")
-    page.wait_for_function("Number(document.querySelector('#models-progress').dataset.bytesLoaded) > 0")
+    page.wait_for_function("() => Number(document.querySelector('#models-progress').dataset.bytesLoaded) > 0")
     page.click("#models-cancel")
     page.wait_for_selector("#models-state[data-state='cancelled']")
     assert page.locator("#models-state").inner_text() == "Cancelled loading gguf/cancel-me.gguf: no model is loaded."

@@ -119,7 +119,8 @@ def test_documents_panel_cancels_an_ingest_and_lists_what_went_in(browser, site_
 
     page.set_input_files("#doc-files", files)
     # the first batch is committed: cancel
-    page.wait_for_function("/Indexing [1-9][0-9]* \\/ 40/.test(document.getElementById('doc-ingest-text').textContent)")
+    page.wait_for_function(
+        "() => /Indexing [1-9][0-9]* \\/ 40/.test(document.getElementById('doc-ingest-text').textContent)")
     assert page.locator("#doc-cancel").is_visible()
     page.click("#doc-cancel")
     page.wait_for_selector("#doc-add:enabled")
@@ -146,7 +147,7 @@ def test_documents_panel_cancels_an_ingest_and_lists_what_went_in(browser, site_
     # a second, full ingest
     page.wait_for_selector("#doc-add:enabled")
     page.set_input_files("#doc-files", files)
-    page.wait_for_function("document.getElementById('doc-status').textContent.startsWith('Added 40 documents')")
+    page.wait_for_function("() => document.getElementById('doc-status').textContent.startsWith('Added 40 documents')")
     page.wait_for_selector("#doc-add:enabled")
     listed = {li.get_attribute("data-name"): li.query_selector(".chunks").inner_text()
               for li in page.query_selector_all("#doc-list li")}

@@ -96,14 +96,14 @@ def test_the_picker_lists_the_site_models_real_one_first_with_their_sizes_on_dis
     assert options.nth(0).get_attribute("value") == "smollm2-135m-instruct"
 
     # before a download: the real model is chosen; its size and the storage it fits in
-    page.wait_for_function("document.querySelector('#models-plan').dataset.bytes !== undefined")
+    page.wait_for_function("() => document.querySelector('#models-plan').dataset.bytes !== undefined")
     plan = page.locator("#models-plan")
     real = folder_bytes(MODELS / "smollm2-135m-instruct")
     assert int(plan.get_attribute("data-bytes")) == real
     assert f"{real / 1e6:.1f} MB to download" in plan.inner_text() and "free of" in plan.inner_text()
 
     # the storage estimate, as the browser gives it
-    page.wait_for_function("document.querySelector('#models-storage').dataset.quota !== undefined")
+    page.wait_for_function("() => document.querySelector('#models-storage').dataset.quota !== undefined")
     estimate = page.evaluate("navigator.storage.estimate()")
     shown = page.locator("#models-storage")
     # Chromium's quota follows the disk's free space, which other processes change: close, not equal
@@ -113,7 +113,7 @@ def test_the_picker_lists_the_site_models_real_one_first_with_their_sizes_on_dis
     assert float(text.split(" used of ")[1].removesuffix(" GB.")) == pytest.approx(estimate["quota"] / 1e9, rel=0.01)
 
     # the device: WebGPU's adapter, or that there is none (this Chromium runs without the flag)
-    page.wait_for_function("document.querySelector('#models-adapter').dataset.webgpu !== undefined")
+    page.wait_for_function("() => document.querySelector('#models-adapter').dataset.webgpu !== undefined")
     has_gpu = page.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())")
     adapter = page.locator("#models-adapter").inner_text()
     assert adapter.startswith("WebGPU adapter:") if has_gpu else "WebGPU not available" in adapter
@@ -156,7 +156,7 @@ def test_cancel_during_a_load_of_the_real_model_stops_it_and_tiny_chat_loads_aft
     page.click("#models-load")
     page.wait_for_selector("#models-state[data-state='loading']")
     # bytes of the real model are coming
-    page.wait_for_function("Number(document.querySelector('#models-progress').dataset.bytesLoaded) > 0")
+    page.wait_for_function("() => Number(document.querySelector('#models-progress').dataset.bytesLoaded) > 0")
     state = page.locator("#models-state").inner_text()
     assert state.startswith("smollm2-135m-instruct: loading ") and "% of " in state
     assert page.locator("#models-cancel").is_enabled()
@@ -204,7 +204,7 @@ def test_a_hub_id_shows_its_download_size_from_the_mirror_before_it_loads(
                                arg=expected)
         assert f"{expected / 1e6:.1f} MB to download" in page.locator("#models-plan").inner_text()
         page.fill("#models-hub-id", "csi-test/absent")
-        page.wait_for_function("document.querySelector('#models-plan').textContent.includes('size unknown')")
+        page.wait_for_function("() => document.querySelector('#models-plan').textContent.includes('size unknown')")
         page.fill("#models-hub-id", HUB_REPO)
         page.click("#models-load")
         page.wait_for_selector("#models-state[data-state='ready']")

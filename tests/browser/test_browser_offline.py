@@ -123,7 +123,7 @@ def visit(page: Any, url: str) -> tuple[Any, float]:
 
 def controlled(page: Any) -> str:
     """Wait until the service worker controls the page (its version stored); that version."""
-    page.wait_for_function("navigator.serviceWorker.controller !== null && !!document.body.dataset.siteVersion")
+    page.wait_for_function("() => navigator.serviceWorker.controller !== null && !!document.body.dataset.siteVersion")
     return page.evaluate("document.body.dataset.siteVersion")
 
 

@@ -42,7 +42,7 @@ def test_chat_page_streams_a_reply_and_stop_ends_it(browser, site_url):
     page.fill("#prompt", "Tell me about the textwrap module.")
     page.click("#send")
     body = page.locator(".message.assistant .body")
-    page.wait_for_function("document.querySelector('.message.assistant .body').textContent.length > 0")
+    page.wait_for_function("() => document.querySelector('.message.assistant .body').textContent.length > 0")
     partial = body.inner_text()
     page.wait_for_function(
         "(n) => document.querySelector('.message.assistant .body').textContent.length > n", arg=len(partial))
@@ -159,7 +159,7 @@ def test_documents_panel_adds_lists_searches_asks_and_deletes(browser, site_url)
 
     # 4. delete one; the rest are still there after a reload (IndexedDB)
     page.click("#doc-list li[data-name='owls <b>night</b>.txt'] button.delete")
-    page.wait_for_function("document.querySelectorAll('#doc-list li').length === 3")
+    page.wait_for_function("() => document.querySelectorAll('#doc-list li').length === 3")
     assert page.locator("#doc-status").inner_text() == "Deleted owls <b>night</b>.txt."
     page.reload()
     page.wait_for_selector("body[data-ready='true']")
@@ -202,7 +202,7 @@ def test_playground_answers_in_json_and_runs_the_tools_the_model_calls(browser, 
     name, result = tool.inner_text().split(" → ", 1)
     assert name in ("get_time", "add", "word_count")
     assert isinstance(json.loads(result), dict)
-    page.wait_for_function("document.querySelectorAll('.message.assistant[data-done=\"true\"]').length >= 2")
+    page.wait_for_function("() => document.querySelectorAll('.message.assistant[data-done=\"true\"]').length >= 2")
     final = page.locator(".message.assistant").last
     assert final.get_attribute("data-finish") in ("stop", "length")
     assert page.locator(".message.assistant .calls").first.inner_text().startswith(f"→ {name}(")
@@ -243,7 +243,9 @@ def test_model_insides_view_draws_one_heatmap_row_per_token_and_the_top_k_bars(b
              const c = echarts.getInstanceByDom(document.getElementById('insides-2'));
              c.dispatchAction({type: 'showTip', seriesIndex: 0, dataIndex: 1});
              await new Promise((r) => setTimeout(r, 300));
-             const tips = [...document.querySelectorAll('#insides-2 div')].map((d) => d.textContent).join('|');
+             // the tooltip is text drawn on the canvas (no markup under the page's Trusted Types)
+             const tips = c.getZr().storage.getDisplayList(true).map((e) => e.style?.text ?? '')
+               .filter((t) => /position|dimension/.test(t)).join('|');
              return {heat, labels: bars.xAxis[0].data, values: bars.series[0].data, tips};
            }""")
     for h in charts["heat"]:

@@ -59,7 +59,7 @@ def test_a_chat_reply_shows_the_mcp_call_the_model_made_and_its_result(browser: 
         page.screenshot(path=str(ARTIFACTS / "playground_mcp_chat.png"), full_page=True)
         assert app.axe("#panel-chat") == []
 
-        page.wait_for_function("!document.querySelector('#messages').dataset.saving")
+        page.wait_for_function("() => !document.querySelector('#messages').dataset.saving")
         page.reload()  # the conversation is kept with its call
         page.wait_for_selector("body[data-ready='true']")
         page.wait_for_selector(".message.assistant .mcp-call[data-name='lookup'][data-status='completed']")

@@ -14,13 +14,12 @@ from typing import Any
 import pytest
 import requests
 
-from tests.support.browser import LOCAL_PREFIXES
+from tests.support.browser import LOCAL_PREFIXES, load_axe
 from tests.support.llama_server import LlamaServer
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.browser
 
-AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 MAX_TOKENS = 24
 QUESTION = "What is the capital of France?"
 
@@ -94,8 +93,7 @@ class Playground:
 
     def axe(self, selector: str) -> list[dict[str, Any]]:
         """axe-core's serious and critical violations inside `selector`."""
-        if not self.page.evaluate("typeof window.axe === 'object'"):
-            self.page.add_script_tag(path=str(AXE))
+        load_axe(self.page)
         found: list[dict[str, Any]] = self.page.evaluate(
             """async (sel) => (await axe.run(document.querySelector(sel))).violations.map((v) => (
                  {id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' '))}))""",
@@ -137,7 +135,7 @@ def test_a_server_added_in_the_form_serves_the_chat_with_its_own_greedy_answer(
     assert page.locator("#servers-list .server").count() == 0
     # the engine's check: its typed error, naming the field
     playground.add_server(base + "?key=1", [("smollm2-remote", "", "remote")])
-    page.wait_for_function("document.querySelector('#server-status').dataset.param !== undefined")
+    page.wait_for_function("() => document.querySelector('#server-status').dataset.param !== undefined")
     status = page.locator("#server-status")
     assert status.get_attribute("data-param") == "remotes[0].base_url"
     assert status.inner_text().startswith("InvalidInputError (field remotes[0].base_url): ")
@@ -160,7 +158,7 @@ def test_a_server_added_in_the_form_serves_the_chat_with_its_own_greedy_answer(
 
     # chosen: nothing to download; loaded: nothing downloaded, the status says where it runs
     choice.locator("input").check()
-    page.wait_for_function("document.querySelector('#models-plan').dataset.bytes === '0'")
+    page.wait_for_function("() => document.querySelector('#models-plan').dataset.bytes === '0'")
     assert page.locator("#models-plan").inner_text() == f"smollm2-remote runs on {base}: nothing to download."
     seen = len(playground.requests)
     assert playground.load("smollm2-remote") == f"smollm2-remote is ready on {base} (nothing downloaded)."

@@ -14,7 +14,7 @@ from csi.backends.local_host import LocalHost
 from csi.runtime import build_runtime
 from csi.testing import ScriptedBackend
 from tests.support.aio import run_async
-from tests.support.browser import LOCAL_PREFIXES, tracked_context
+from tests.support.browser import LOCAL_PREFIXES, load_axe, tracked_context
 from tests.support.paths import ROOT
 from tests.support.skill_sources import RAISES
 from tests.support.skills import SkillsClient
@@ -178,8 +178,7 @@ def marked_lines(page: Any) -> list[str]:
 
 def axe_violations(page: Any) -> list[str]:
     """axe-core's WCAG 2 A/AA checks (contrast among them) over the studio, in the page's current theme."""
-    if not page.evaluate("() => 'axe' in window"):
-        page.add_script_tag(path=str(ROOT / "node_modules/axe-core/axe.min.js"))
+    load_axe(page)
     found = page.evaluate("""async () => (await axe.run('#panel-skills', {runOnly: ['wcag2a', 'wcag2aa']}))
         .violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)""")
     return list(found)
@@ -190,8 +189,8 @@ def page_engine_run(page: Any, name: str, input: Any) -> Any:
     through the page's IndexedDB)."""
     out = page.evaluate("""async ([name, input]) => {
         if (!window.testEngine) {
-          const { CreateWebWorkerEngine } = await import('./web/engine.js');
-          const worker = new Worker('./worker/worker.js', { type: 'module' });
+          const { CreateWebWorkerEngine, trustedScriptURL } = await import('./web/engine.js');
+          const worker = new Worker(trustedScriptURL('./worker/worker.js'), { type: 'module' });
           window.testEngine = await CreateWebWorkerEngine(worker, 'tiny-chat');
         }
         try { return { ok: true, value: await window.testEngine.skills.run(name, input) }; }
@@ -244,7 +243,7 @@ def test_a_typed_skill_registers_and_its_form_runs_it_like_the_engine_and_cpytho
 
     # the raw JSON fallback: opened, it holds the form's input; edited, it is what runs
     page.click("#skill-raw summary")
-    page.wait_for_function("document.querySelector('#skill-json').value !== ''")  # filled on `toggle`
+    page.wait_for_function("() => document.querySelector('#skill-json').value !== ''")  # filled on `toggle`
     assert json.loads(page.input_value("#skill-json")) == FORM_INPUT
     page.fill("#skill-json", json.dumps({**FORM_INPUT, "loud": False, "tags": ["x"]}))
     shown = json.loads(run_and_wait(page, "ok"))
@@ -398,7 +397,7 @@ def test_studio_skills_see_the_demo_tools_and_kernel_model_names_and_streams_sho
     page.fill("#skill-in-model", "tiny-chat")
     page.fill("#skill-in-max_tokens", "24")
     page.click("#skill-run")
-    page.wait_for_function("document.querySelector('#skill-output').textContent.length > 0 && "
+    page.wait_for_function("() => document.querySelector('#skill-output').textContent.length > 0 && "
                            "document.querySelector('#skill-output').dataset.state === 'running'")
     page.wait_for_selector("#skill-output[data-state='ok']")
     text = page.inner_text("#skill-output")

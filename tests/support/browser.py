@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.support.paths import ROOT
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
@@ -78,3 +80,25 @@ def boot_engine(page: Any, site_url: str, models: list[str], device: str = "wasm
            }""",
         [models, device],
     )
+
+
+# Every Content-Security-Policy and Trusted Types violation of a document, kept in window.__violations
+# (add it with context.add_init_script before the page loads): what the browser blocked, and where.
+WATCH_VIOLATIONS = """
+window.__violations = [];
+document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(
+  `${e.effectiveDirective} blocked ${e.blockedURI} (${e.sample}) at ${e.sourceFile}:${e.lineNumber}`));
+"""
+
+
+def violations(page: Any) -> list[str]:
+    """The policy violations the page's document has seen (WATCH_VIOLATIONS must be on its context)."""
+    found: list[str] = page.evaluate("window.__violations")
+    return found
+
+
+def load_axe(page: Any) -> None:
+    """axe-core in the page, evaluated by the test's driver: a <script> tag would be an inline
+    script, which the playground's Content-Security-Policy refuses."""
+    if not page.evaluate("typeof window.axe === 'object'"):
+        page.evaluate((ROOT / "node_modules" / "axe-core" / "axe.min.js").read_text())
