@@ -18,7 +18,9 @@ import {
   hasModelInCache,
   listCachedModels,
   MLCEngine,
+  trustedScriptURL,
   WebWorkerEngine,
+  withSanitizerPolicy,
   workerUrl,
 } from "../../web/engine.js";
 
@@ -288,6 +290,12 @@ export async function probe(engine, worker) {
     use(deleted.x);
   }
   use(/** @type {string} */ (ggufFileModelId(new File([], "m.gguf"))));
+  use(/** @type {string} */ (trustedScriptURL("worker/worker.js")));
+  // @ts-expect-error a URL for a script sink
+  use(/** @type {number} */ (trustedScriptURL("worker/worker.js")));
+  use(/** @type {number} */ (withSanitizerPolicy(() => 1)));
+  // @ts-expect-error what the callback returns
+  use(/** @type {string} */ (withSanitizerPolicy(() => 1)));
   // @ts-expect-error a model id
   use(/** @type {number} */ (ggufFileModelId(new File([], "m.gguf"))));
   use(/** @type {URL} */ (workerUrl({ runtimeUrl: "/" })));
