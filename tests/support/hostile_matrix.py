@@ -12,9 +12,9 @@ from typing import Any
 from csi.errors import CsiError
 from tests.support.hostile_behaviors import BEHAVIORS
 
-TIMEOUT_S = 1.5
+TIMEOUT_S = 2.5
 """The servers' wait for progress in the matrix."""
-DEADLINE_S = 4.0
+DEADLINE_S = 5.0
 """The servers' total deadline per request in the matrix."""
 SLACK_S = 4.0
 """What a request may take past its deadline on a loaded machine (a finished answer's grace is 2 s)."""
