@@ -202,7 +202,8 @@ def test_a_write_of_a_megabyte_document_stops_within_about_a_second(engine_page)
     assert "0 of 1 documents were committed" in out["put"]["message"]
     assert out["create"]["name"] == "AbortError" and "interruptGenerate()" in out["create"]["message"], out["create"]
     # 0.03-0.75 s in most runs on a loaded 2-core machine, up to 3.1 s in a few; 8-10 s when one
-    # embedding call held 32 chunks, minutes when a batch was cut before its first check
-    assert out["put"]["ms"] < 3500 and out["create"]["ms"] < 3500, out
+    # embedding call held 32 chunks, minutes when a batch was cut before its first check (5 s: room
+    # for a CI machine loaded twice as much; the CPython tests hold the stop to 1.5 s)
+    assert out["put"]["ms"] < 5000 and out["create"]["ms"] < 5000, out
     assert list(out["listedPut"]) == ["small"]  # the huge one not written at all
     assert out["listedCreate"] == {"huge": {}}  # stored, and none of its chunks
