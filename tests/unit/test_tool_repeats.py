@@ -168,13 +168,7 @@ def test_a_streamed_reply_never_shows_the_repeat():
     async def go() -> list[Any]:
         return [c async for c in chat_completion_stream(engine, {**REQUEST, "stream": True})]
     chunks_ = run_async(go())
-    calls: dict[int, list[str]] = {}
-    for chunk in chunks_:
-        for delta in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
-            entry = calls.setdefault(delta.index, ["", ""])
-            entry[0] += delta.function.name or ""
-            entry[1] += delta.function.arguments or ""
-    assert [(name, json.loads(args)) for name, args in calls.values()] == [PARIS, SUM]
+    assert assembled(chunks_) == [PARIS, SUM]
     assert [c.choices[0].finish_reason for c in chunks_ if c.choices][-1] == "tool_calls"
 
 
@@ -202,14 +196,19 @@ def streamed(engine: Engine, request: dict[str, Any]) -> tuple[list[tuple[str, A
         return [c async for c in chat_completion_stream(engine, {**request, "stream": True,
                                                                  "stream_options": {"include_usage": True}})]
     chunks_ = run_async(go())
+    finish = [c.choices[0].finish_reason for c in chunks_ if c.choices][-1]
+    return assembled(chunks_), finish, chunks_[-1].usage
+
+
+def assembled(chunks_: list[Any]) -> list[tuple[str, Any]]:
+    """The tool calls a stream's chunks assemble: (name, parsed arguments) in the order they begin."""
     calls: dict[int, list[str]] = {}
     for chunk in chunks_:
         for delta in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
             entry = calls.setdefault(delta.index, ["", ""])
             entry[0] += delta.function.name or ""
             entry[1] += delta.function.arguments or ""
-    finish = [c.choices[0].finish_reason for c in chunks_ if c.choices][-1]
-    return [(name, json.loads(args)) for name, args in calls.values()], finish, chunks_[-1].usage
+    return [(name, json.loads(args)) for name, args in calls.values()]
 
 
 @pytest.mark.parametrize("k", range(1, PER_CALL - 1))

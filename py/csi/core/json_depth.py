@@ -4,7 +4,9 @@ so JSON from outside (the page's messages, servers' answers) is measured before 
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 MAX_DEPTH = 100
 """Deeper than any message or answer needs (OpenAI's events nest about 6 levels)."""
@@ -30,3 +32,13 @@ def nesting(raw: str | bytes, limit: int = MAX_DEPTH) -> int:
         else:
             depth -= 1
     return deepest
+
+
+def loads(raw: str | bytes, **hooks: Any) -> Any:
+    """``json.loads(raw, **hooks)``, refusing (``ValueError``) text that nests deeper than ``MAX_DEPTH``."""
+    if nesting(raw) > MAX_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(raw, **hooks)
+    except RecursionError:
+        raise ValueError("JSON nested beyond reason") from None

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..core.json_depth import MAX_DEPTH, nesting
+from ..core.json_depth import loads as json_loads
 from ..errors import (
     AuthenticationError,
     CsiError,
@@ -120,10 +120,8 @@ async def read_answer(response: HttpResponse, rid: int, left: Callable[[], float
     if kind == "application/json":
         raw = await read_all(response, left, failure)
         try:
-            if nesting(raw) > MAX_DEPTH:
-                raise ValueError("nested too deep")
-            body = json.loads(raw)
-        except (ValueError, RecursionError):
+            body = json_loads(raw)
+        except ValueError:
             raise failure.server(f"it answered what is not JSON: {raw[:200].decode('utf-8', 'replace')!r}") from None
         for message in body if isinstance(body, list) else [body]:
             if (result := answer_of(message, rid, failure)) is not None:
@@ -147,10 +145,8 @@ async def _read_events(response: HttpResponse, rid: int, left: Callable[[], floa
             if kind != "data" or not text.strip():  # a priming event (an id for resuming, no message)
                 continue
             try:
-                if nesting(text) > MAX_DEPTH:
-                    raise ValueError("nested too deep")
-                message = json.loads(text)
-            except (ValueError, RecursionError):
+                message = json_loads(text)
+            except ValueError:
                 raise failure.server(f"it streamed what is not JSON: "
                                      f"{text[:200].decode('utf-8', 'replace')!r}") from None
             if (result := answer_of(message, rid, failure)) is not None:

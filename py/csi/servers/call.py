@@ -9,8 +9,8 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from ..core.json_depth import MAX_DEPTH, nesting
-from ..errors import CsiError, ServerError, ServerTimeoutError, ServerUnavailableError
+from ..core.json_depth import loads as json_loads
+from ..errors import CsiError, ServerError, ServerTimeoutError
 from .endpoints import Endpoint
 from .errors import http_error
 from .http import HttpClient, HttpResponse
@@ -98,7 +98,7 @@ class ServerCall:
         self.progressed()
         if response.status >= 300:
             try:
-                raw = await self._rest(response, MAX_ERROR_BODY)
+                raw = await self._rest(response, MAX_ERROR_BODY, cut=True)  # its message comes first
             finally:
                 response.close()
             raise http_error(response.status, raw, self.where)
@@ -147,18 +147,17 @@ class ServerCall:
         except TimeoutError:
             response.close()
             raise ServerTimeoutError(said) from None
-        except CsiError as exc:
+        except CsiError:
             if self._cancelled():
                 raise Aborted from None
-            if isinstance(exc, ServerUnavailableError) and self._endpoint.base_url not in exc.message:
-                raise ServerUnavailableError(f"{self.where}: {exc.message}") from None
             raise
         if self._cancelled():
             response.close()
             raise Aborted
         return piece
 
-    async def _rest(self, response: HttpResponse, limit: int = MAX_JSON_BODY) -> bytes:
+    async def _rest(self, response: HttpResponse, limit: int = MAX_JSON_BODY, cut: bool = False) -> bytes:
+        """The rest of the body: past ``limit`` bytes its beginning (``cut``), or a ``ServerError``."""
         parts: list[bytes] = []
         size = 0
         unwatch = self._watch(response)
@@ -167,8 +166,8 @@ class ServerCall:
                 parts.append(piece)
                 size += len(piece)
                 if size > limit:
-                    if limit == MAX_ERROR_BODY:
-                        break  # an error's message: its beginning says enough
+                    if cut:
+                        break
                     raise ServerError(f"{self.where} answered with more than {limit >> 20} MiB")
         finally:
             unwatch()
@@ -227,10 +226,8 @@ class ServerCall:
         """JSON as the server sent it, refused (``ServerError``) when it is not JSON, or holds numbers
         beyond a float's range (``NaN``, ``1e999``)."""
         try:
-            if nesting(raw) > MAX_DEPTH:
-                raise ValueError("nested too deep")
-            return json.loads(raw, parse_constant=_not_a_number, parse_float=_finite)
-        except (ValueError, RecursionError):  # RecursionError: nesting beyond reason
+            return json_loads(raw, parse_constant=_not_a_number, parse_float=_finite)
+        except ValueError:
             pass
         raise ServerError(f"{self.where} {how} what is not JSON: {raw[:200].decode('utf-8', 'replace')!r}")
 

@@ -55,11 +55,21 @@ def _entry_id(table: TokenTable, entry: dict[str, Any]) -> int:
     return table.id_of(entry_bytes(entry), str(entry.get("token", "")))
 
 
+def finite_number(value: Any, what: str) -> float:
+    """A number a server sent (a log-probability, an embedding's value) as a float: ``ValueError``
+    for anything else (text, ``true``, an integer past a float's range)."""
+    if not isinstance(value, bool) and isinstance(value, int | float):
+        try:
+            out = float(value)
+        except OverflowError:
+            out = math.inf
+        if math.isfinite(out):
+            return out
+    raise ValueError(f"{str(value)[:40]!r} as {what}")
+
+
 def _logprob(value: Any) -> float:
-    """A log-probability as sent: a finite number (``ValueError`` otherwise)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"a log-probability of {str(value)[:40]!r}")
-    return float(value)
+    return finite_number(value, "a log-probability")
 
 
 def choice_steps(choice: dict[str, Any], table: TokenTable, top_n: int) -> list[Any]:
@@ -136,8 +146,8 @@ def text_budget(max_tokens: int | None) -> int:
     return MAX_CHOICE_BYTES if max_tokens is None else min(max(max_tokens, 1) * MAX_TOKEN_BYTES, MAX_CHOICE_BYTES)
 
 
-def _count(value: Any) -> int | None:
-    """A usage count as sent, when it is one (a non-negative integer)."""
+def usage_count(value: Any) -> int | None:
+    """A usage count as a server sent it, when it is one (a non-negative integer a double holds)."""
     return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53 else None
 
 
@@ -161,7 +171,7 @@ class _Choice:
         usage = event.get("usage")
         s = self.stats
         if isinstance(usage, dict):
-            prompt, completion = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+            prompt, completion = usage_count(usage.get("prompt_tokens")), usage_count(usage.get("completion_tokens"))
             s.prompt_tokens = prompt if prompt is not None else s.prompt_tokens
             s.completion_tokens = completion if completion is not None else s.completion_tokens
         choices = event.get("choices")

@@ -5,7 +5,6 @@ its ``/embeddings``. What needs the model's tokenizer or insides is refused, nam
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -18,7 +17,7 @@ from ..errors import CsiError, ModelNotSupportedError, NotSupportedError, Server
 from ..faces.openai.protocol import ChatCompletionRequest, CompletionRequest
 from .call import ServerCall
 from .endpoints import ServerModel
-from .events import TokenTable, choice_events, text_budget
+from .events import TokenTable, choice_events, finite_number, text_budget, usage_count
 from .http import HttpClient
 from .requests import passthrough_body, request_body
 
@@ -73,9 +72,8 @@ class ServerRunner:
         try:
             rows = sorted(body["data"], key=lambda d: d["index"])
             vectors = [pooled(row["embedding"]) for row in rows]
-            usage = body.get("usage") or {}
-            tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else 0
-            tokens = tokens if isinstance(tokens, int) and 0 <= tokens < 2**53 else 0
+            usage = body.get("usage")
+            tokens = (usage_count(usage.get("prompt_tokens")) if isinstance(usage, dict) else None) or 0
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ServerError(f"{call.where} answered embeddings in another shape ({exc!r})"[:2000]) from None
         if len(vectors) != len(texts):
@@ -112,14 +110,9 @@ def pooled(values: list[Any]) -> list[float]:
     if not isinstance(values, list):
         raise TypeError("an embedding that is not a list")
     if values and isinstance(values[0], list):
-        rows = [[_number(x) for x in row] for row in values]
+        rows = [[finite_number(x, "an embedding's value") for x in row] for row in values]
         mean = [sum(col) / len(rows) for col in zip(*rows, strict=True)]
         norm = sum(x * x for x in mean) ** 0.5 or 1.0
         return [x / norm for x in mean]
-    return [_number(x) for x in values]
+    return [finite_number(x, "an embedding's value") for x in values]
 
-
-def _number(x: Any) -> float:
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
-        raise ValueError(f"{str(x)[:40]!r} in an embedding")
-    return float(x)
