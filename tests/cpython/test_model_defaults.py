@@ -32,12 +32,17 @@ TOKENS = 24
 
 
 @pytest.fixture(scope="module", params=list(CONFIGS))
-def folder(request, tmp_path_factory) -> Path:
+def config(request) -> dict:
+    return CONFIGS[request.param]
+
+
+@pytest.fixture(scope="module")
+def folder(config: dict, tmp_path_factory) -> Path:
     """tiny-chat with another generation config."""
     out = tmp_path_factory.mktemp("models") / "tiny-chat"
     shutil.copytree(MODELS / "tiny-chat", out)
-    config = json.loads((out / "generation_config.json").read_text())
-    (out / "generation_config.json").write_text(json.dumps({**config, **CONFIGS[request.param]}))
+    config_file = json.loads((out / "generation_config.json").read_text())
+    (out / "generation_config.json").write_text(json.dumps({**config_file, **config}))
     return out
 
 
@@ -71,21 +76,45 @@ def hf_generate(hf, ids: list[int]) -> list[int]:
     return out[: next((i for i, t in enumerate(out) if t in eos), len(out))]
 
 
+def hf_greedy(hf, ids: list[int], penalty: float = 1.0) -> list[int]:
+    """The greedy continuation past any EOS (``ignore_eos``), by torch's argmax over HF's logits
+    after HF's repetition penalty over the whole sequence."""
+    import torch
+    from transformers import RepetitionPenaltyLogitsProcessor
+
+    _, model = hf
+    seq = torch.tensor([ids])
+    with torch.no_grad():
+        for _ in range(TOKENS):
+            scores = model(seq).logits[:, -1, :]
+            if penalty != 1.0:
+                scores = RepetitionPenaltyLogitsProcessor(penalty)(seq, scores)
+            seq = torch.cat([seq, scores.argmax(-1, keepdim=True)], dim=1)
+    return seq[0, len(ids):].tolist()
+
+
 def chat_ids(hf) -> list[int]:
     out = hf[0].apply_chat_template(QUESTION, add_generation_prompt=True, tokenize=True)
     return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "input_ids") else out)
 
 
-def test_openai_chat_and_completions_leaving_sampling_out_get_the_models_defaults(engine, hf):
+def test_openai_chat_and_completions_leaving_sampling_out_get_the_models_defaults(engine, hf, config):
     chat = run_async(chat_completion(engine, {"messages": QUESTION, "max_tokens": TOKENS, "seed": 5,
                                               "return_token_ids": True})).model_dump()
     assert chat["choices"][0]["token_ids"] == hf_generate(hf, chat_ids(hf))
     text = run_async(completion(engine, {"prompt": PROMPT, "max_tokens": TOKENS, "seed": 5, "return_token_ids": True}))
     assert text.choices[0].token_ids == hf_generate(hf, hf[0](PROMPT).input_ids)
-    # the request's own value still wins over the model's
+    # the request's own value still wins over the model's: past EOS, so the reply is long enough
+    # for the penalty to matter whatever the trained tiny-chat says first
+    ids = hf[0](PROMPT).input_ids
     plain = run_async(completion(engine, {"prompt": PROMPT, "max_tokens": TOKENS, "temperature": 0,
-                                          "repetition_penalty": 1.0, "return_token_ids": True}))
-    assert plain.choices[0].token_ids != text.choices[0].token_ids
+                                          "repetition_penalty": 1.0, "ignore_eos": True,
+                                          "return_token_ids": True}))
+    assert plain.choices[0].token_ids == hf_greedy(hf, ids)
+    penalized = run_async(completion(engine, {"prompt": PROMPT, "max_tokens": TOKENS, "seed": 5,
+                                              "ignore_eos": True, "return_token_ids": True}))
+    assert penalized.choices[0].token_ids == hf_greedy(hf, ids, penalty=config["repetition_penalty"])
+    assert plain.choices[0].token_ids != penalized.choices[0].token_ids
 
 
 def test_csi_and_spin_leaving_sampling_out_get_the_models_defaults(engine, hf):
