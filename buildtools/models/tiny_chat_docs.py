@@ -8,8 +8,10 @@ import importlib
 import inspect
 import io
 import re
+import sys
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 # Fixed, sorted list of standard-library modules mined for docstrings.  Modules
 # with import-time side effects (antigravity, this, idlelib, tkinter, turtle),
@@ -135,8 +137,12 @@ def _signature(obj: object) -> str | None:
         sig = str(inspect.signature(obj))  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None
-    # Reprs of default values may embed memory addresses, which would break determinism.
-    return sig if len(sig) <= 80 and "<" not in sig else None
+    # Reprs of default values may embed memory addresses, or the interpreter's path (which holds
+    # the checkout's: platform.architecture), and the model would differ from one machine to another.
+    machine = (sys.executable, sys.prefix, sys.base_prefix, str(Path.cwd()))
+    if len(sig) > 80 or "<" in sig or any(part in sig for part in machine if part):
+        return None
+    return sig
 
 
 def _import_quietly(name: str) -> object | None:
