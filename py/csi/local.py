@@ -42,6 +42,7 @@ def local_runtime(site: str | Path, models: Sequence[str], aliases: Mapping[str,
 
     run_sync = loop_run_sync(loop)
     runtime = build_runtime(CPythonBackend(site / "models"), LocalHost(site / "lang"), http=AsyncioHttp())
+    csi: EngineCsi | None = None
     try:
         runtime.engine.aliases.set(dict(aliases or {}))
         assert isinstance(runtime.engine.servers, ServerPlacement)
@@ -51,8 +52,13 @@ def local_runtime(site: str | Path, models: Sequence[str], aliases: Mapping[str,
         for server in tool_servers:
             spec: dict[str, Any] = {"url": server} if isinstance(server, str) else dict(server)
             run_sync(runtime.mcp.connect(LOCAL_NAMESPACE, spec["url"], dict(spec.get("headers") or {})))
-        yield runtime, runtime.csi(run_sync, LOCAL_NAMESPACE if tool_servers else None)
+        csi = runtime.csi(run_sync, LOCAL_NAMESPACE if tool_servers else None)
+        yield runtime, csi
     finally:
+        if csi is not None:
+            # a stream a skill left unread (chat_stream_step stops at the call) holds its model's
+            # turn, and unloading waits for that turn: end it as a skill run's end does
+            csi.close_streams()
         if runtime.mcp.serves(LOCAL_NAMESPACE):
             run_sync(runtime.mcp.disconnect(LOCAL_NAMESPACE))
         run_sync(runtime.engine.unload())

@@ -5,6 +5,7 @@ loop, upstream-style StubCsi tests. The browser runs the same sources (test_brow
 from __future__ import annotations
 
 import sys
+import threading
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -150,6 +151,25 @@ def test_an_open_stream_does_not_hold_the_model_against_the_next_call(local):
     rest = "".join(a.content for a in stream.stream())
     assert isinstance(first, MessageAppend) and other.message.content
     assert first.content + rest == csi.chat(REAL, [Message.user("Name a color.")], params).message.content
+
+
+def test_leaving_the_local_csi_ends_a_stream_the_skill_left_unread():
+    """The SDK's ``tool_call()`` reads a ``chat_stream_step`` only until it knows; a test that calls
+    such a skill and leaves ``local_csi`` must not wait forever for the model the stream holds."""
+    left: list[str] = []
+
+    def skill_test() -> None:
+        with local_runtime(DIST, ["tiny-chat"]) as (runtime, csi):
+            stream = csi.chat_stream("tiny-chat", [Message.user("What does json.dumps do?")],
+                                     ChatParams(max_tokens=64, temperature=0.0))
+            left.append(stream.next().content)  # one piece of text, the rest unread
+        left.append("left")
+        assert not runtime.engine.models
+
+    thread = threading.Thread(target=skill_test, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert left[-1:] == ["left"], "leaving local_runtime waited for the unread stream's model"
 
 
 # ---- skills through the registry (what the worker runs) ----------------------------------------
