@@ -254,12 +254,12 @@ def test_the_sdks_tool_loop_calls_the_tool_and_answers(local):
 def test_structured_output_through_a_tool_schema(local):
     _, csi = local
     extract = module(sdk_skills.STRUCTURED, "extract_local")
-    out = extract.extract(csi, extract.Input(text="Record the person: Ada Lovelace, aged 36."))
-    if out.called:  # the model chose to call: the arguments follow the schema, always
+    outs = [extract.extract(csi, extract.Input(text=text)) for text in sdk_skills.PEOPLE]
+    called = [out for out in outs if out.called]
+    assert called, "tiny-chat, trained on tool calls, should call the only tool offered for one of the texts"
+    for out in called:  # the model chose to call: the arguments follow the schema, always
         assert out.name == "record_person"
         assert isinstance(out.parameters["name"], str) and isinstance(out.parameters["age"], int)
-    else:
-        pytest.fail("tiny-chat, trained on tool calls, should call the only tool offered")
 
 
 def test_invoke_tool_concurrent_keeps_order_and_reports_failures_as_tool_errors(local):

@@ -142,6 +142,19 @@ def extract(csi: Csi, input: Input) -> Output:
     return Output(called=True, name=call.name, parameters=call.parameters)
 '''
 
+PEOPLE = (
+    "Record the person: Ada Lovelace, aged 36.",
+    "Record the person: Alan Turing, aged 41.",
+    "Record this person: Grace Hopper, 85 years old.",
+    "Ada Lovelace is 36. Record her.",
+    "Record the person named Ada Lovelace who is 36 years old.",
+    "Call record_person for Ada Lovelace, aged 36.",
+    "Record the person: Linus, aged 54.",
+)
+"""Texts for STRUCTURED: whether tiny-chat calls on a given one depends on how its training came
+out (the Python whose docstrings it learned), so a test asks them all and needs a call on one."""
+
+
 JINJA = '''
 from jinja2 import Environment
 from pydantic import BaseModel
