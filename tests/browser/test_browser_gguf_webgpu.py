@@ -21,6 +21,8 @@ from tests.support.tiny_families import make_family_model
 
 pytestmark = [pytest.mark.browser, pytest.mark.webgpu]
 TOKENS = 8
+NEAR_TIE = 0.1
+"""Logits this close may swap places under 8-bit blocks (their logprobs move by about 0.02-0.05)."""
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +60,7 @@ def test_past_the_budget_webgpu_holds_8_bit_blocks_and_keeps_the_ids(webgpu_gguf
                                                                     gguf_site: tuple[str, Path],  # noqa: F811
                                                                     tmp_path: Path) -> None:
     """With ``ggufMemoryBudget: 0`` a GGUF's matrices are held on WebGPU as 8-bit blocks run by
-    ``MatMulNBits``'s shaders: torch's greedy ids still, and the logprobs onnxruntime's CPU kernel
+    ``MatMulNBits``'s shaders: torch's greedy ids still (but at a near-tie), and the logprobs onnxruntime's CPU kernel
     gives on the same blocks (numpy's requantization, held to the worker's elsewhere), not the float32
     run's."""
     import numpy as np
@@ -85,10 +87,17 @@ def test_past_the_budget_webgpu_holds_8_bit_blocks_and_keeps_the_ids(webgpu_gguf
         expected = source.generate(input_ids=torch.tensor([ids]), attention_mask=torch.ones_like(torch.tensor([ids])),
                                    max_new_tokens=TOKENS, do_sample=False, eos_token_id=None)[0, len(ids):].tolist()
     exact, blocks = (r["choices"][0] for r in replies)
-    assert exact["token_ids"] == blocks["token_ids"] == expected
+    assert exact["token_ids"] == expected
     graph_folder(gguf, tmp_path / "nbits8", "nbits8")
     tokens, logits = run_graph(tmp_path / "nbits8", ids, TOKENS)
-    assert tokens == expected
+    assert blocks["token_ids"] == tokens  # the ids onnxruntime's CPU kernel picks on the same blocks
+    # and torch's, up to a step where torch's own choice is a near-tie that 8-bit rounding may flip
+    # (a random tiny model's logits are close: 0.026 apart at one step with tiny-chat's tokenizer)
+    split = next((i for i, (a, b) in enumerate(zip(tokens, expected, strict=True)) if a != b), None)
+    if split is not None:
+        with torch.no_grad(), one_torch_thread():
+            top = source(torch.tensor([ids + expected])).logits[0, len(ids) - 1 + split].topk(2).values
+        assert float(top[0] - top[1]) < NEAR_TIE, f"8-bit blocks left torch's clear choice at step {split}"
     logits = logits.astype(np.float64)
     cpu = logits[np.arange(TOKENS), tokens] - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1)) \
         - logits.max(-1)
