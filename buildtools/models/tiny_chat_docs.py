@@ -132,6 +132,9 @@ def _summarize(doc: str | None) -> str | None:
     return answer
 
 
+_MACHINE_PATHS = tuple(p for p in (sys.executable, sys.prefix, sys.base_prefix, str(Path.cwd())) if p)
+
+
 def _signature(obj: object) -> str | None:
     try:
         sig = str(inspect.signature(obj))  # type: ignore[arg-type]
@@ -139,8 +142,7 @@ def _signature(obj: object) -> str | None:
         return None
     # Reprs of default values may embed memory addresses, or the interpreter's path (which holds
     # the checkout's: platform.architecture), and the model would differ from one machine to another.
-    machine = (sys.executable, sys.prefix, sys.base_prefix, str(Path.cwd()))
-    if len(sig) > 80 or "<" in sig or any(part in sig for part in machine if part):
+    if len(sig) > 80 or "<" in sig or any(part in sig for part in _MACHINE_PATHS):
         return None
     return sig
 

@@ -102,11 +102,11 @@ def test_openai_chat_and_completions_leaving_sampling_out_get_the_models_default
     chat = run_async(chat_completion(engine, {"messages": QUESTION, "max_tokens": TOKENS, "seed": 5,
                                               "return_token_ids": True})).model_dump()
     assert chat["choices"][0]["token_ids"] == hf_generate(hf, chat_ids(hf))
+    ids = hf[0](PROMPT).input_ids
     text = run_async(completion(engine, {"prompt": PROMPT, "max_tokens": TOKENS, "seed": 5, "return_token_ids": True}))
-    assert text.choices[0].token_ids == hf_generate(hf, hf[0](PROMPT).input_ids)
+    assert text.choices[0].token_ids == hf_generate(hf, ids)
     # the request's own value still wins over the model's: past EOS, so the reply is long enough
     # for the penalty to matter whatever the trained tiny-chat says first
-    ids = hf[0](PROMPT).input_ids
     plain = run_async(completion(engine, {"prompt": PROMPT, "max_tokens": TOKENS, "temperature": 0,
                                           "repetition_penalty": 1.0, "ignore_eos": True,
                                           "return_token_ids": True}))

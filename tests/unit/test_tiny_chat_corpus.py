@@ -13,7 +13,8 @@ DIGEST = """
 import hashlib, sys
 sys.path.insert(0, {root!r})
 from buildtools.models.tiny_chat_docs import collect_doc_items
-print(hashlib.sha256(repr(collect_doc_items()).encode()).hexdigest(), len(collect_doc_items()))
+items = collect_doc_items()
+print(hashlib.sha256(repr(items).encode()).hexdigest(), len(items))
 """
 
 
